@@ -1,0 +1,12 @@
+//! agora's live state: everything that changes data runs here, in ractor actors under one
+//! supervision tree.
+//!
+//! # Layout
+//! - [`system`]: [`ActorSystem`], the root supervisor that every other actor is linked under, and
+//!   its orderly stop at shutdown.
+//!
+//! Actors depend on `agora-storage` for persistence and know nothing of HTTP.
+
+pub mod system;
+
+pub use system::ActorSystem;

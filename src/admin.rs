@@ -1,0 +1,253 @@
+//! `agora admin ...`: operator commands.
+//!
+//! Each command is an [`AdminRequest`] executed by [`execute`] against the store. The CLI sends it
+//! to a running server through the server's admin socket (a Unix socket with owner-only
+//! permissions, never a TCP port), or, when no server answers there, opens the store itself. Both
+//! paths run the same [`execute`], so they cannot drift apart.
+//!
+//! The socket speaks one JSON line each way: the request, then `{"ok": true, "result": {...}}` or
+//! `{"ok": false, "error": "..."}`.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use agora_storage::ids::Handle;
+use agora_storage::people::{CredentialKind, NewCredential, Role, Scope};
+use agora_storage::{DbSettings, StorageError, Store};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::settings::{AdminCommand, Cli};
+
+/// The largest request line the admin socket reads.
+const MAX_REQUEST: usize = 64 * 1024;
+
+/// One operator command, as it travels over the admin socket.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "command", rename_all = "snake_case")]
+pub enum AdminRequest {
+    Bootstrap { name: String, handle: String, email: String },
+    Session { handle: String },
+}
+
+/// Why an admin command failed: a message for the operator.
+#[derive(Debug, thiserror::Error)]
+pub enum AdminError {
+    #[error("{0}")]
+    Invalid(String),
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+}
+
+/// Runs one admin request against the store and returns its JSON result.
+pub async fn execute(store: &Store, request: AdminRequest) -> Result<Value, AdminError> {
+    match request {
+        AdminRequest::Bootstrap { name, handle, email } => {
+            let handle = Handle::parse(&handle).map_err(|e| AdminError::Invalid(e.to_string()))?;
+            let name = name.trim();
+            if name.is_empty() || name.chars().count() > 100 {
+                return Err(AdminError::Invalid("the name must be 1 to 100 characters".into()));
+            }
+            if !email.contains('@') || email.chars().count() > 254 {
+                return Err(AdminError::Invalid(format!("{email:?} is not an e-mail address")));
+            }
+            if store.count_people().await? > 0 {
+                return Err(AdminError::Invalid(
+                    "this store already has people: bootstrap only creates the first staff person (use `agora admin session --handle H` for a new session)".into(),
+                ));
+            }
+            let person = store.create_person(name, &handle, Some(&email), Role::Staff).await?;
+            let (_, session_token) = store.issue_session(&person.id).await?;
+            let (_, person_key) = store
+                .issue_credential(NewCredential {
+                    kind: CredentialKind::PersonKey,
+                    person_id: Some(person.id.clone()),
+                    bot_id: None,
+                    name: Some("bootstrap".into()),
+                    scope: Scope::Write,
+                    expires_at: None,
+                })
+                .await?;
+            Ok(json!({ "person_id": person.id, "session_token": session_token, "person_key": person_key }))
+        }
+        AdminRequest::Session { handle } => {
+            let person = store
+                .person_by_handle(&handle)
+                .await?
+                .ok_or_else(|| AdminError::Invalid(format!("no person has the handle @{handle}")))?;
+            let (_, session_token) = store.issue_session(&person.id).await?;
+            Ok(json!({ "session_token": session_token }))
+        }
+    }
+}
+
+/// Where the admin socket is: the setting, or `admin.sock` beside an embedded data directory.
+pub fn socket_path(db: &DbSettings, explicit: Option<PathBuf>) -> Option<PathBuf> {
+    explicit.or_else(|| {
+        let dir = db.data_dir()?;
+        let parent = dir.parent().map(Path::to_path_buf).unwrap_or_default();
+        Some(parent.join("admin.sock"))
+    })
+}
+
+/// Opens the admin socket (owner-only) and answers requests on it until `shutdown`.
+pub fn serve_socket(
+    path: &Path,
+    store: Store,
+    shutdown: CancellationToken,
+    tasks: &mut JoinSet<anyhow::Result<()>>,
+) -> anyhow::Result<()> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)?;
+    }
+    // A socket file left by a process that died: the data-directory lock already proved that no
+    // other server runs on this data, so the file is stale.
+    if path.exists() {
+        std::fs::remove_file(path)?;
+    }
+    let listener = UnixListener::bind(path)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    }
+    tasks.spawn(async move {
+        loop {
+            tokio::select! {
+                () = shutdown.cancelled() => break,
+                accepted = listener.accept() => {
+                    let Ok((stream, _)) = accepted else { continue };
+                    let store = store.clone();
+                    tokio::spawn(async move {
+                        if let Err(e) = answer(stream, &store).await {
+                            tracing::warn!("admin socket: {e}");
+                        }
+                    });
+                }
+            }
+        }
+        Ok(())
+    });
+    Ok(())
+}
+
+async fn answer(stream: UnixStream, store: &Store) -> std::io::Result<()> {
+    let (read, mut write) = stream.into_split();
+    let mut line = String::new();
+    let mut reader = BufReader::new(read).take(MAX_REQUEST as u64);
+    reader.read_line(&mut line).await?;
+    let reply = match serde_json::from_str::<AdminRequest>(&line) {
+        Ok(request) => match execute(store, request).await {
+            Ok(result) => json!({ "ok": true, "result": result }),
+            Err(e) => json!({ "ok": false, "error": e.to_string() }),
+        },
+        Err(e) => json!({ "ok": false, "error": format!("bad admin request: {e}") }),
+    };
+    let mut bytes = serde_json::to_vec(&reply).unwrap_or_default();
+    bytes.push(b'\n');
+    write.write_all(&bytes).await?;
+    write.shutdown().await
+}
+
+/// Sends a request to a running server. `Ok(None)` when no server answers at `path`.
+async fn via_socket(path: &Path, request: &AdminRequest) -> anyhow::Result<Option<Result<Value, String>>> {
+    let stream = match UnixStream::connect(path).await {
+        Ok(s) => s,
+        Err(e)
+            if matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused) =>
+        {
+            return Ok(None);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let (read, mut write) = stream.into_split();
+    let mut bytes = serde_json::to_vec(request)?;
+    bytes.push(b'\n');
+    write.write_all(&bytes).await?;
+    let mut line = String::new();
+    BufReader::new(read).read_line(&mut line).await?;
+    let reply: Value = serde_json::from_str(&line)?;
+    if reply.get("ok").and_then(Value::as_bool) == Some(true) {
+        Ok(Some(Ok(reply.get("result").cloned().unwrap_or(Value::Null))))
+    } else {
+        let error = reply.get("error").and_then(Value::as_str).unwrap_or("unknown error");
+        Ok(Some(Err(error.to_owned())))
+    }
+}
+
+/// Runs an admin command from the command line and prints its result.
+pub async fn run(cli: &Cli, command: &AdminCommand) -> ExitCode {
+    let (request, json_out) = match command {
+        AdminCommand::Bootstrap { name, handle, email, json } => (
+            AdminRequest::Bootstrap { name: name.clone(), handle: handle.clone(), email: email.clone() },
+            *json,
+        ),
+        AdminCommand::Session { handle, json } => (AdminRequest::Session { handle: handle.clone() }, *json),
+    };
+    let db = cli.db.to_settings();
+    let outcome = match run_request(&db, cli.admin_socket.clone(), &request).await {
+        Ok(outcome) => outcome,
+        Err(e) => Err(format!("{e:#}")),
+    };
+    match outcome {
+        Ok(result) => {
+            if json_out {
+                println!("{result}");
+            } else {
+                print_human(&request, &result);
+            }
+            ExitCode::SUCCESS
+        }
+        Err(message) => {
+            if json_out {
+                println!("{}", json!({ "error": message }));
+            }
+            eprintln!("agora admin: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs a request through the admin socket of a running server, or on the store when none runs.
+pub async fn run_request(
+    db: &DbSettings,
+    explicit_socket: Option<PathBuf>,
+    request: &AdminRequest,
+) -> anyhow::Result<Result<Value, String>> {
+    if let Some(path) = socket_path(db, explicit_socket)
+        && let Some(reply) = via_socket(&path, request).await?
+    {
+        return Ok(reply);
+    }
+    let store = match Store::open(db).await {
+        Ok(store) => store,
+        Err(StorageError::Locked(dir)) => anyhow::bail!(
+            "a server holds {} but its admin socket does not answer; pass --admin-socket (AGORA_ADMIN_SOCKET) with the socket that server uses",
+            dir.display()
+        ),
+        Err(e) => return Err(e.into()),
+    };
+    let result = execute(&store, request.clone()).await.map_err(|e| e.to_string());
+    store.close().await;
+    Ok(result)
+}
+
+fn print_human(request: &AdminRequest, result: &Value) {
+    let s = |k: &str| result.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
+    match request {
+        AdminRequest::Bootstrap { handle, .. } => {
+            println!("Created staff person @{handle} ({}).", s("person_id"));
+            println!("These tokens are shown once; keep them somewhere safe.");
+            println!("  browser session: {}", s("session_token"));
+            println!("  person key:      {}", s("person_key"));
+        }
+        AdminRequest::Session { handle } => {
+            println!("New browser session for @{handle} (shown once):");
+            println!("  {}", s("session_token"));
+        }
+    }
+}

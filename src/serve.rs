@@ -1,0 +1,178 @@
+//! `agora serve`: storage, actors, the four listeners and the admin socket, started in order and
+//! stopped in reverse order.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use agora_actors::ActorSystem;
+use agora_storage::{DbSettings, Store};
+use agora_web::{chat, pages, signup, stats};
+use anyhow::Context as _;
+use axum::Router;
+use tokio::net::TcpListener;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::admin;
+use crate::settings::{ServeArgs, Service};
+
+/// A service that is up: where it listens and the base URL it writes into absolute links.
+#[derive(Debug, Clone)]
+pub struct Listening {
+    pub addr: SocketAddr,
+    pub base_url: String,
+}
+
+/// A running agora. Dropping it without [`Running::shutdown`] leaves the tasks running until the
+/// runtime ends.
+pub struct Running {
+    pub chat: Option<Listening>,
+    pub pages: Option<Listening>,
+    pub stats: Option<Listening>,
+    pub signup: Option<Listening>,
+    /// The admin socket, when one is open.
+    pub admin_socket: Option<PathBuf>,
+    pub store: Store,
+    shutdown: CancellationToken,
+    tasks: JoinSet<anyhow::Result<()>>,
+    actors: ActorSystem,
+}
+
+/// Opens storage, starts the actors, binds the listeners of the chosen services and the admin
+/// socket, and serves until [`Running::shutdown`].
+pub async fn start(
+    db: DbSettings,
+    admin_socket: Option<PathBuf>,
+    args: ServeArgs,
+) -> anyhow::Result<Running> {
+    let store = Store::open(&db).await.with_context(|| format!("opening the store at {}", db.address))?;
+    let actors = ActorSystem::start(store.clone()).await.context("starting the actors")?;
+    let shutdown = CancellationToken::new();
+    let mut tasks = JoinSet::new();
+
+    let wants = |s: Service| args.services.contains(&s);
+    let chat = if wants(Service::Chat) {
+        let (listener, up) = bind(Service::Chat, args.chat_addr, args.chat_base_url.as_deref()).await?;
+        let state = chat::ChatState { store: store.clone(), base_url: up.base_url.clone() };
+        serve(&mut tasks, &shutdown, listener, chat::router(state));
+        Some(up)
+    } else {
+        None
+    };
+    let pages = if wants(Service::Pages) {
+        let (listener, up) = bind(Service::Pages, args.pages_addr, args.pages_base_url.as_deref()).await?;
+        let state = pages::PagesState { base_url: up.base_url.clone() };
+        serve(&mut tasks, &shutdown, listener, pages::router(state));
+        Some(up)
+    } else {
+        None
+    };
+    let stats = if wants(Service::Stats) {
+        let (listener, up) = bind(Service::Stats, args.stats_addr, args.stats_base_url.as_deref()).await?;
+        let state = stats::StatsState {
+            store: store.clone(),
+            base_url: up.base_url.clone(),
+            admin_token: args.stats_admin_token.clone(),
+        };
+        serve(&mut tasks, &shutdown, listener, stats::router(state));
+        Some(up)
+    } else {
+        None
+    };
+    let signup = if wants(Service::Signup) {
+        let (listener, up) = bind(Service::Signup, args.signup_addr, args.signup_base_url.as_deref()).await?;
+        let state = signup::SignupState { store: store.clone(), base_url: up.base_url.clone() };
+        serve(&mut tasks, &shutdown, listener, signup::router(state));
+        Some(up)
+    } else {
+        None
+    };
+
+    let admin_socket = match admin::socket_path(&db, admin_socket) {
+        Some(path) => {
+            admin::serve_socket(&path, store.clone(), shutdown.clone(), &mut tasks)
+                .with_context(|| format!("opening the admin socket {}", path.display()))?;
+            Some(path)
+        }
+        None => None,
+    };
+
+    for (service, up) in [("chat", &chat), ("pages", &pages), ("stats", &stats), ("signup", &signup)] {
+        if let Some(up) = up {
+            tracing::info!(service, addr = %up.addr, base_url = %up.base_url, "listening");
+        }
+    }
+    Ok(Running { chat, pages, stats, signup, admin_socket, store, shutdown, tasks, actors })
+}
+
+async fn bind(
+    service: Service,
+    addr: SocketAddr,
+    base_url: Option<&str>,
+) -> anyhow::Result<(TcpListener, Listening)> {
+    let listener = TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("listening on {addr} for the {} service", service.name()))?;
+    let addr = listener.local_addr()?;
+    let base_url =
+        base_url.map(|u| u.trim_end_matches('/').to_owned()).unwrap_or_else(|| format!("http://{addr}"));
+    Ok((listener, Listening { addr, base_url }))
+}
+
+fn serve(
+    tasks: &mut JoinSet<anyhow::Result<()>>,
+    shutdown: &CancellationToken,
+    listener: TcpListener,
+    router: Router,
+) {
+    let stop = shutdown.clone().cancelled_owned();
+    tasks.spawn(async move {
+        axum::serve(listener, router.into_make_service_with_connect_info::<SocketAddr>())
+            .with_graceful_shutdown(stop)
+            .await?;
+        Ok(())
+    });
+}
+
+impl Running {
+    /// Stops accepting, lets in-flight requests finish, stops the actors and closes storage.
+    pub async fn shutdown(mut self) -> anyhow::Result<()> {
+        self.shutdown.cancel();
+        let mut first_error = None;
+        while let Some(done) = self.tasks.join_next().await {
+            if let Err(e) = done.map_err(anyhow::Error::from).and_then(|r| r) {
+                tracing::error!("a listener ended with an error: {e:#}");
+                first_error.get_or_insert(e);
+            }
+        }
+        self.actors.stop().await;
+        self.store.close().await;
+        if let Some(path) = &self.admin_socket {
+            let _ = std::fs::remove_file(path);
+        }
+        tracing::info!("stopped");
+        first_error.map_or(Ok(()), Err)
+    }
+}
+
+/// Waits for SIGINT or SIGTERM.
+pub async fn wait_for_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+}

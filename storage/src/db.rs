@@ -1,0 +1,269 @@
+//! The connection to SurrealDB: opening it, holding the data directory, and the migrations.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::Value;
+use surrealdb::Surreal;
+use surrealdb::engine::any::Any;
+
+use crate::error::{Result, StorageError};
+use crate::time::now_ms;
+
+/// Where the data lives and how to reach it.
+#[derive(Debug, Clone)]
+pub struct DbSettings {
+    /// `surrealkv://<dir>`, `mem://` or `ws://host:port`.
+    pub address: String,
+    pub user: Option<String>,
+    pub pass: Option<String>,
+    pub namespace: String,
+    pub database: String,
+}
+
+impl DbSettings {
+    /// An empty in-memory database: what tests use.
+    pub fn memory() -> DbSettings {
+        DbSettings {
+            address: "mem://".into(),
+            user: None,
+            pass: None,
+            namespace: "agora".into(),
+            database: "agora".into(),
+        }
+    }
+
+    /// The embedded SurrealKV directory, when the address names one.
+    pub fn data_dir(&self) -> Option<PathBuf> {
+        self.address
+            .strip_prefix("surrealkv://")
+            .map(|rest| PathBuf::from(rest.split('?').next().unwrap_or(rest)))
+    }
+}
+
+/// One versioned step of the schema. Applied in order, each once, each in its own transaction with
+/// the record that says it was applied.
+struct Migration {
+    version: u32,
+    name: &'static str,
+    sql: &'static str,
+}
+
+const MIGRATIONS: &[Migration] = &[Migration {
+    version: 1,
+    name: "people, bots and credentials",
+    sql: include_str!("migrations/0001_people.surql"),
+}];
+
+/// The open store. Cheap to clone: every clone shares one connection and one directory lock.
+#[derive(Clone)]
+pub struct Store {
+    db: Surreal<Any>,
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    /// The lock on the data directory, held for as long as any clone of the store lives; the OS
+    /// releases it when the process ends, however it ends.
+    _lock: Option<File>,
+    data_dir: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("data_dir", &self.inner.data_dir).finish()
+    }
+}
+
+impl Store {
+    /// Opens (creating when missing) the store and brings its schema up to date.
+    pub async fn open(settings: &DbSettings) -> Result<Store> {
+        let address = settings.address.trim();
+        let (lock, data_dir) = if let Some(dir) = settings.data_dir() {
+            std::fs::create_dir_all(&dir)?;
+            (Some(lock_data_dir(&dir)?), Some(dir))
+        } else if address.starts_with("mem://")
+            || address.starts_with("ws://")
+            || address.starts_with("wss://")
+        {
+            (None, None)
+        } else {
+            return Err(StorageError::BadAddress(settings.address.clone()));
+        };
+        let db = surrealdb::engine::any::connect(address).await?;
+        if let (Some(user), Some(pass)) = (&settings.user, &settings.pass) {
+            db.signin(surrealdb::opt::auth::Root { username: user.clone(), password: pass.clone() }).await?;
+        }
+        db.use_ns(settings.namespace.as_str()).use_db(settings.database.as_str()).await?;
+        let store = Store { db, inner: Arc::new(Inner { _lock: lock, data_dir }) };
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    /// Closes the store: drops this handle and, for an embedded store, waits (up to 10 s) until the
+    /// storage engine has shut down and released its own lock, so the directory can be opened again
+    /// at once. Other clones of the store must have been dropped first.
+    pub async fn close(self) {
+        let Store { db, inner } = self;
+        drop(db);
+        let Some(dir) = inner.data_dir.clone() else { return };
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+        for lock in engine_lock_files(&dir) {
+            loop {
+                let free = File::options().write(true).open(&lock).is_ok_and(|f| f.try_lock().is_ok());
+                if free || tokio::time::Instant::now() >= deadline {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+        }
+        drop(inner);
+    }
+
+    /// The embedded data directory, if the store has one.
+    pub fn data_dir(&self) -> Option<&Path> {
+        self.inner.data_dir.as_deref()
+    }
+
+    #[allow(dead_code)]
+    pub(crate) fn db(&self) -> &Surreal<Any> {
+        &self.db
+    }
+
+    /// The schema versions applied so far, in order.
+    pub async fn applied_migrations(&self) -> Result<Vec<u32>> {
+        let rows: Vec<Value> =
+            self.query_rows("SELECT version FROM migration ORDER BY version", Value::Null).await?;
+        let mut versions: Vec<u32> = rows
+            .iter()
+            .filter_map(|r| r.get("version").and_then(Value::as_u64))
+            .filter_map(|v| u32::try_from(v).ok())
+            .collect();
+        versions.sort_unstable();
+        Ok(versions)
+    }
+
+    async fn migrate(&self) -> Result<()> {
+        // SurrealDB 3 refuses to read a table that was never defined: the ledger comes first.
+        self.execute("DEFINE TABLE IF NOT EXISTS migration SCHEMALESS;", Value::Null).await?;
+        let applied = self.applied_migrations().await?;
+        for m in MIGRATIONS.iter().filter(|m| !applied.contains(&m.version)) {
+            tracing::info!(version = m.version, name = m.name, "applying migration");
+            let sql = format!(
+                "BEGIN TRANSACTION;\n{}\n;CREATE type::record('migration', $version) CONTENT {{ version: $version, name: $name, applied_at: $now }};\nCOMMIT TRANSACTION;",
+                m.sql
+            );
+            let vars = serde_json::json!({ "version": m.version, "name": m.name, "now": now_ms() });
+            self.db.query(sql).bind(vars).await?.check()?;
+        }
+        Ok(())
+    }
+
+    /// Runs one statement (or several, taking the last) with `vars` bound, and returns its rows.
+    pub(crate) async fn query_rows(&self, sql: &str, vars: Value) -> Result<Vec<Value>> {
+        let last = self.execute(sql, vars).await?.pop().unwrap_or(Value::Null);
+        Ok(match last {
+            Value::Array(items) => items,
+            Value::Null => Vec::new(),
+            other => vec![other],
+        })
+    }
+
+    /// Runs statements with `vars` bound, failing if any statement failed; returns every statement's
+    /// result. When a transaction fails, the error returned is the statement that caused it, not
+    /// the "not executed" of its neighbours.
+    pub(crate) async fn execute(&self, sql: &str, vars: Value) -> Result<Vec<Value>> {
+        let mut q = self.db.query(sql);
+        if let Value::Object(_) = vars {
+            q = q.bind(vars);
+        }
+        let mut response = q.await?;
+        let mut errors: Vec<(usize, surrealdb::Error)> = response.take_errors().into_iter().collect();
+        if !errors.is_empty() {
+            errors.sort_by_key(|(i, _)| *i);
+            let knock_on = |e: &surrealdb::Error| {
+                matches!(
+                    e.query_details(),
+                    Some(surrealdb::types::QueryError::NotExecuted | surrealdb::types::QueryError::Cancelled)
+                )
+            };
+            let pick = errors.iter().position(|(_, e)| !knock_on(e)).unwrap_or(0);
+            return Err(errors.swap_remove(pick).1.into());
+        }
+        let n = response.num_statements();
+        let mut out = Vec::with_capacity(n);
+        for i in 0..n {
+            out.push(response.take::<surrealdb::types::Value>(i)?.into_json_value());
+        }
+        Ok(out)
+    }
+}
+
+/// The storage engine's own `LOCK` files inside the data directory (at most two levels down).
+fn engine_lock_files(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut dirs = vec![(dir.to_path_buf(), 0)];
+    while let Some((d, depth)) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() && depth < 2 {
+                dirs.push((path, depth + 1));
+            } else if path.file_name().is_some_and(|n| n == "LOCK") {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+/// Takes an exclusive lock on `<dir>.lock` beside the data directory. A second agora process on the
+/// same directory fails here with a message instead of corrupting data or panicking inside the
+/// storage engine.
+fn lock_data_dir(dir: &Path) -> Result<File> {
+    let mut lock_path = dir.as_os_str().to_owned();
+    lock_path.push(".lock");
+    let lock_path = PathBuf::from(lock_path);
+    let file = File::options().create(true).truncate(false).write(true).open(&lock_path)?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(StorageError::Locked(dir.to_path_buf())),
+        Err(std::fs::TryLockError::Error(e)) => Err(StorageError::Io(e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn migrations_apply_once() {
+        let store = Store::open(&DbSettings::memory()).await.expect("open");
+        let versions = store.applied_migrations().await.expect("versions");
+        assert_eq!(versions, MIGRATIONS.iter().map(|m| m.version).collect::<Vec<_>>());
+        store.migrate().await.expect("second migrate");
+        assert_eq!(store.applied_migrations().await.expect("versions"), versions);
+    }
+
+    #[tokio::test]
+    async fn second_open_of_a_directory_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let settings = DbSettings {
+            address: format!("surrealkv://{}", dir.path().join("db").display()),
+            ..DbSettings::memory()
+        };
+        let _first = Store::open(&settings).await.expect("first open");
+        let err = Store::open(&settings).await.expect_err("second open must fail");
+        assert!(matches!(err, StorageError::Locked(_)), "{err}");
+        assert!(err.to_string().contains("in use by another agora process"));
+    }
+
+    #[test]
+    fn bad_address_is_refused() {
+        let s = DbSettings { address: "postgres://x".into(), ..DbSettings::memory() };
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("rt");
+        let err = rt.block_on(Store::open(&s)).expect_err("must fail");
+        assert!(matches!(err, StorageError::BadAddress(_)));
+    }
+}

@@ -1,0 +1,23 @@
+//! agora's storage layer: the SurrealDB connection, its versioned migrations, one store per aggregate,
+//! and the domain newtypes that every layer above shares.
+//!
+//! # Layout
+//! - [`db`]: [`Store`], opening `surrealkv://`, `mem://` or `ws://`, the data-directory lock, and
+//!   the migrations that build the schema.
+//! - [`error`]: [`StorageError`], the one error type of this crate.
+//! - [`ids`]: random identifiers and the validated [`ids::Handle`].
+//! - [`secret`]: tokens (prefix + 32 random bytes) and their SHA-256 hashes; only hashes are stored.
+//! - [`time`]: milliseconds since the epoch and their RFC 3339 form.
+//! - [`people`]: people, bots and credentials.
+//!
+//! This crate knows nothing of HTTP or actors.
+
+pub mod db;
+pub mod error;
+pub mod ids;
+pub mod people;
+pub mod secret;
+pub mod time;
+
+pub use db::{DbSettings, Store};
+pub use error::StorageError;

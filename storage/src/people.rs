@@ -1,0 +1,324 @@
+//! People, bots and the credentials that act for them.
+//!
+//! A credential is stored under the SHA-256 of its token; the token itself is shown once, when it
+//! is made, and never stored.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::db::Store;
+use crate::error::{Result, StorageError};
+use crate::ids::{Handle, new_id};
+use crate::secret::{new_token, token_hash};
+use crate::time::now_ms;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    Staff,
+    Guest,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Person {
+    pub id: String,
+    pub name: String,
+    pub handle: String,
+    pub email: Option<String>,
+    pub role: Role,
+    pub created_at: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Bot {
+    pub id: String,
+    pub name: String,
+    pub handle: String,
+    pub created_by: String,
+    pub created_at: i64,
+    #[serde(default)]
+    pub deleted_at: Option<i64>,
+}
+
+/// The four kinds of credential of chat.md.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CredentialKind {
+    /// A browser session (`chs_`): the web site, source `human`.
+    Session,
+    /// A person key (`chat_`): a staff member's agent, source `agent`.
+    PersonKey,
+    /// A bot token (`chatbot_`): source `bot`.
+    Bot,
+    /// A connector token (no prefix), `read` or `write` scope: source `agent`.
+    Connector,
+}
+
+impl CredentialKind {
+    pub fn prefix(self) -> &'static str {
+        match self {
+            CredentialKind::Session => "chs_",
+            CredentialKind::PersonKey => "chat_",
+            CredentialKind::Bot => "chatbot_",
+            CredentialKind::Connector => "",
+        }
+    }
+
+    fn id_prefix(self) -> &'static str {
+        match self {
+            CredentialKind::Session => "s_",
+            CredentialKind::PersonKey => "k_",
+            CredentialKind::Bot => "t_",
+            CredentialKind::Connector => "x_",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    Read,
+    Write,
+}
+
+/// A credential as stored: everything but the token.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Credential {
+    /// The public id (`k_...` for a person key), used to list and revoke it.
+    pub pid: String,
+    pub kind: CredentialKind,
+    pub person_id: Option<String>,
+    pub bot_id: Option<String>,
+    /// The key's name (person keys), shown in `actor_label`.
+    pub name: Option<String>,
+    pub scope: Scope,
+    pub created_at: i64,
+    pub expires_at: Option<i64>,
+    pub revoked_at: Option<i64>,
+}
+
+/// Who stands behind a credential.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Actor {
+    Person(Person),
+    Bot(Bot),
+}
+
+/// A credential that authenticated, with the person or bot it acts for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal {
+    pub credential: Credential,
+    pub actor: Actor,
+}
+
+/// What a new credential is for.
+#[derive(Debug, Clone)]
+pub struct NewCredential {
+    pub kind: CredentialKind,
+    pub person_id: Option<String>,
+    pub bot_id: Option<String>,
+    pub name: Option<String>,
+    pub scope: Scope,
+    pub expires_at: Option<i64>,
+}
+
+/// How long a browser session lasts.
+pub const SESSION_LIFETIME_MS: i64 = 30 * 24 * 3600 * 1000;
+
+/// The key part of a record id as SurrealDB renders it (`person:p_x`, `person:⟨p x⟩`, `person:`p x``).
+pub(crate) fn record_key(id: &str) -> &str {
+    let key = id.split_once(':').map_or(id, |(_, k)| k);
+    let key = key.strip_prefix('⟨').and_then(|k| k.strip_suffix('⟩')).unwrap_or(key);
+    key.strip_prefix('`').and_then(|k| k.strip_suffix('`')).unwrap_or(key)
+}
+
+/// Decodes a stored row, replacing its record id by the key part.
+pub(crate) fn decode<T: serde::de::DeserializeOwned>(mut row: Value) -> Result<T> {
+    if let Some(Value::String(id)) = row.get("id") {
+        let key = record_key(id).to_owned();
+        row["id"] = Value::String(key);
+    }
+    serde_json::from_value(row).map_err(StorageError::corrupt)
+}
+
+#[allow(dead_code)]
+pub(crate) fn decode_all<T: serde::de::DeserializeOwned>(rows: Vec<Value>) -> Result<Vec<T>> {
+    rows.into_iter().map(decode).collect()
+}
+
+/// True when a database error says that a record or unique index entry exists already.
+pub(crate) fn is_duplicate(e: &StorageError) -> bool {
+    match e {
+        // A duplicate record id is a typed error; a unique index violation is an internal error
+        // that only its message tells apart.
+        StorageError::Db(e) => e.is_already_exists() || e.message().contains("already contains"),
+        _ => false,
+    }
+}
+
+impl Store {
+    /// Creates a person; the handle must be free across people and bots.
+    pub async fn create_person(
+        &self,
+        name: &str,
+        handle: &Handle,
+        email: Option<&str>,
+        role: Role,
+    ) -> Result<Person> {
+        let person = Person {
+            id: new_id("p_"),
+            name: name.to_owned(),
+            handle: handle.as_str().to_owned(),
+            email: email.map(str::to_owned),
+            role,
+            created_at: now_ms(),
+        };
+        let mut doc = serde_json::to_value(&person).map_err(StorageError::corrupt)?;
+        if let Some(o) = doc.as_object_mut() {
+            o.remove("id");
+        }
+        let sql = "BEGIN TRANSACTION;
+            CREATE type::record('handle', $handle) CONTENT { owner: $id, kind: 'person' };
+            CREATE type::record('person', $id) CONTENT $doc;
+            COMMIT TRANSACTION;";
+        let vars = json!({ "handle": person.handle, "id": person.id, "doc": doc });
+        match self.execute(sql, vars).await {
+            Ok(_) => Ok(person),
+            Err(e) if is_duplicate(&e) => Err(StorageError::Conflict(format!("handle @{handle}"))),
+            Err(e) => Err(e),
+        }
+    }
+
+    pub async fn person(&self, id: &str) -> Result<Option<Person>> {
+        let rows = self.query_rows("SELECT * FROM type::record('person', $id)", json!({ "id": id })).await?;
+        rows.into_iter().next().map(decode).transpose()
+    }
+
+    pub async fn person_by_handle(&self, handle: &str) -> Result<Option<Person>> {
+        let rows = self
+            .query_rows("SELECT * FROM person WHERE handle = $handle LIMIT 1", json!({ "handle": handle }))
+            .await?;
+        rows.into_iter().next().map(decode).transpose()
+    }
+
+    pub async fn count_people(&self) -> Result<u64> {
+        let rows = self.query_rows("SELECT count() AS n FROM person GROUP ALL", Value::Null).await?;
+        Ok(rows.first().and_then(|r| r.get("n")).and_then(Value::as_u64).unwrap_or(0))
+    }
+
+    pub async fn bot(&self, id: &str) -> Result<Option<Bot>> {
+        let rows = self.query_rows("SELECT * FROM type::record('bot', $id)", json!({ "id": id })).await?;
+        rows.into_iter().next().map(decode).transpose()
+    }
+
+    /// Makes a credential and returns it with its token; the token is not kept.
+    pub async fn issue_credential(&self, new: NewCredential) -> Result<(Credential, String)> {
+        let token = new_token(new.kind.prefix());
+        let credential = Credential {
+            pid: new_id(new.kind.id_prefix()),
+            kind: new.kind,
+            person_id: new.person_id,
+            bot_id: new.bot_id,
+            name: new.name,
+            scope: new.scope,
+            created_at: now_ms(),
+            expires_at: new.expires_at,
+            revoked_at: None,
+        };
+        let doc = serde_json::to_value(&credential).map_err(StorageError::corrupt)?;
+        self.execute(
+            "CREATE type::record('credential', $hash) CONTENT $doc",
+            json!({ "hash": token_hash(&token), "doc": doc }),
+        )
+        .await?;
+        Ok((credential, token))
+    }
+
+    /// A browser session for a person.
+    pub async fn issue_session(&self, person_id: &str) -> Result<(Credential, String)> {
+        self.issue_credential(NewCredential {
+            kind: CredentialKind::Session,
+            person_id: Some(person_id.to_owned()),
+            bot_id: None,
+            name: None,
+            scope: Scope::Write,
+            expires_at: Some(now_ms() + SESSION_LIFETIME_MS),
+        })
+        .await
+    }
+
+    /// Finds the live credential behind a token, with the person or bot it acts for. Unknown,
+    /// revoked and expired tokens, and tokens of deleted bots, give `None`.
+    pub async fn authenticate(&self, token: &str) -> Result<Option<Principal>> {
+        let rows = self
+            .query_rows(
+                "SELECT * FROM type::record('credential', $hash)",
+                json!({ "hash": token_hash(token) }),
+            )
+            .await?;
+        let Some(row) = rows.into_iter().next() else { return Ok(None) };
+        let credential: Credential = decode(row)?;
+        if credential.revoked_at.is_some() || credential.expires_at.is_some_and(|at| at <= now_ms()) {
+            return Ok(None);
+        }
+        let actor = match (&credential.person_id, &credential.bot_id) {
+            (Some(p), _) => self.person(p).await?.map(Actor::Person),
+            (None, Some(b)) => self.bot(b).await?.filter(|b| b.deleted_at.is_none()).map(Actor::Bot),
+            (None, None) => None,
+        };
+        Ok(actor.map(|actor| Principal { credential, actor }))
+    }
+
+    /// Revokes a credential by its public id; revoking twice is harmless.
+    pub async fn revoke_credential(&self, pid: &str) -> Result<bool> {
+        let rows = self
+            .query_rows(
+                "UPDATE credential SET revoked_at = $now WHERE pid = $pid AND !revoked_at RETURN AFTER",
+                json!({ "pid": pid, "now": now_ms() }),
+            )
+            .await?;
+        Ok(!rows.is_empty())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::DbSettings;
+
+    async fn store() -> Store {
+        Store::open(&DbSettings::memory()).await.expect("open")
+    }
+
+    #[test]
+    fn record_keys() {
+        assert_eq!(record_key("person:p_abc"), "p_abc");
+        assert_eq!(record_key("credential:⟨0abc⟩"), "0abc");
+        assert_eq!(record_key("credential:`0abc`"), "0abc");
+        assert_eq!(record_key("plain"), "plain");
+    }
+
+    #[tokio::test]
+    async fn people_and_sessions() {
+        let store = store().await;
+        let ada = Handle::parse("ada").expect("handle");
+        let p = store.create_person("Ada", &ada, Some("ada@example.org"), Role::Staff).await.expect("create");
+        assert_eq!(store.person(&p.id).await.expect("get"), Some(p.clone()));
+        assert_eq!(store.person_by_handle("ada").await.expect("by handle"), Some(p.clone()));
+        assert_eq!(store.count_people().await.expect("count"), 1);
+
+        let err = store.create_person("Other", &ada, None, Role::Guest).await.expect_err("dup");
+        assert!(matches!(err, StorageError::Conflict(_)), "{err}");
+        assert_eq!(store.count_people().await.expect("count"), 1);
+
+        let (cred, token) = store.issue_session(&p.id).await.expect("session");
+        assert!(token.starts_with("chs_"));
+        let principal = store.authenticate(&token).await.expect("auth").expect("known");
+        assert_eq!(principal.actor, Actor::Person(p.clone()));
+        assert_eq!(principal.credential.pid, cred.pid);
+        assert!(store.authenticate("chs_nope").await.expect("auth").is_none());
+
+        assert!(store.revoke_credential(&cred.pid).await.expect("revoke"));
+        assert!(store.authenticate(&token).await.expect("auth").is_none());
+    }
+}
