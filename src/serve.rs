@@ -46,14 +46,15 @@ pub async fn start(
     args: ServeArgs,
 ) -> anyhow::Result<Running> {
     let store = Store::open(&db).await.with_context(|| format!("opening the store at {}", db.address))?;
-    let actors = ActorSystem::start(store.clone()).await.context("starting the actors")?;
+    let actors =
+        ActorSystem::start(store.clone(), args.clock.clone()).await.context("starting the actors")?;
     let shutdown = CancellationToken::new();
     let mut tasks = JoinSet::new();
 
     let wants = |s: Service| args.services.contains(&s);
     let chat = if wants(Service::Chat) {
         let (listener, up) = bind(Service::Chat, args.chat_addr, args.chat_base_url.as_deref()).await?;
-        let state = chat::ChatState { store: store.clone(), base_url: up.base_url.clone() };
+        let state = chat::ChatState::new(actors.chat(), up.base_url.clone());
         serve(&mut tasks, &shutdown, listener, chat::router(state));
         Some(up)
     } else {

@@ -2,5 +2,6 @@
 //! directory), talked to over real HTTP as a client would. One test binary, because every binary
 //! links all of SurrealDB.
 
+mod chat;
 mod foundation;
 mod support;

@@ -4,9 +4,12 @@
 //! # Layout
 //! - [`system`]: [`ActorSystem`], the root supervisor that every other actor is linked under, and
 //!   its orderly stop at shutdown.
+//! - [`chat`]: the event log (the single writer of events), one `ChannelActor` per channel, the
+//!   chat rules, and [`chat::Chat`], the handle for every chat write.
 //!
 //! Actors depend on `agora-storage` for persistence and know nothing of HTTP.
 
+pub mod chat;
 pub mod system;
 
 pub use system::ActorSystem;

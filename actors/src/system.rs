@@ -1,43 +1,42 @@
-//! The root of the supervision tree.
+//! The root of the supervision tree, and the start and orderly stop of everything under it.
+
+use std::sync::Arc;
 
 use agora_storage::Store;
+use agora_storage::time::Clock;
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tokio::task::JoinHandle;
 
+use crate::chat::Chat;
+use crate::chat::channel::ChannelRegistry;
+use crate::chat::event_log::EventLog;
+
 /// The root supervisor. Every long-lived actor is spawned linked to it, so a crash is reported
-/// here and stopping the root stops the tree.
+/// here and stopping the root stops the tree. A failed child is not restarted here: the registry
+/// that owns it starts a fresh one, with state read from storage, on its next use.
 pub struct RootSupervisor;
 
-/// Messages of the root supervisor.
+/// The root supervisor takes no messages: it only supervises.
 pub enum RootMsg {}
-
-pub struct RootState {
-    /// Kept for the children the root starts.
-    pub store: Store,
-}
 
 impl Actor for RootSupervisor {
     type Msg = RootMsg;
-    type State = RootState;
-    type Arguments = Store;
+    type State = ();
+    type Arguments = ();
 
-    async fn pre_start(
-        &self,
-        _myself: ActorRef<Self::Msg>,
-        store: Store,
-    ) -> Result<Self::State, ActorProcessingErr> {
-        Ok(RootState { store })
+    async fn pre_start(&self, _myself: ActorRef<Self::Msg>, _: ()) -> Result<(), ActorProcessingErr> {
+        Ok(())
     }
 
     async fn handle_supervisor_evt(
         &self,
         _myself: ActorRef<Self::Msg>,
         event: SupervisionEvent,
-        _state: &mut Self::State,
+        _state: &mut (),
     ) -> Result<(), ActorProcessingErr> {
         match event {
             SupervisionEvent::ActorFailed(who, err) => {
-                tracing::error!(actor = %who.get_id(), error = %err, "actor failed");
+                tracing::error!(actor = %who.get_id(), error = %err, "actor failed; it is replaced on next use");
             }
             SupervisionEvent::ActorTerminated(who, _, reason) => {
                 tracing::debug!(actor = %who.get_id(), ?reason, "actor stopped");
@@ -48,23 +47,47 @@ impl Actor for RootSupervisor {
     }
 }
 
-/// The running actor tree.
+/// The running actor tree and the event log.
 pub struct ActorSystem {
     root: ActorRef<RootMsg>,
-    handle: JoinHandle<()>,
+    root_task: JoinHandle<()>,
+    event_log_task: JoinHandle<()>,
+    chat: Chat,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("starting the root supervisor: {0}")]
+    Spawn(#[from] ractor::SpawnErr),
+    #[error("starting the event log: {0}")]
+    Storage(#[from] agora_storage::StorageError),
 }
 
 impl ActorSystem {
-    /// Starts the root supervisor.
-    pub async fn start(store: Store) -> Result<ActorSystem, ractor::SpawnErr> {
-        let (root, handle) = Actor::spawn(None, RootSupervisor, store).await?;
-        Ok(ActorSystem { root, handle })
+    /// Starts the root supervisor and the event log.
+    pub async fn start(store: Store, clock: Clock) -> Result<ActorSystem, StartError> {
+        let (root, root_task) = Actor::spawn(None, RootSupervisor, ()).await?;
+        let (event_log, event_log_task) = EventLog::start(store.clone(), clock.clone()).await?;
+        let registry = Arc::new(ChannelRegistry::new(root.get_cell()));
+        let chat = Chat::new(store, event_log, clock, registry);
+        Ok(ActorSystem { root, root_task, event_log_task, chat })
     }
 
-    /// Stops every actor, children first, and waits for the root to finish.
+    /// The chat handle the web layer uses.
+    pub fn chat(&self) -> Chat {
+        self.chat.clone()
+    }
+
+    /// Stops every actor, children first, then lets the event log commit what is queued.
+    /// Call it after the listeners have stopped, so nothing new arrives.
     pub async fn stop(self) {
-        self.root.stop_children_and_wait(None, Some(std::time::Duration::from_secs(10))).await;
-        self.root.stop(None);
-        let _ = self.handle.await;
+        let ActorSystem { root, root_task, event_log_task, chat } = self;
+        root.stop_children_and_wait(None, Some(std::time::Duration::from_secs(10))).await;
+        root.stop(None);
+        let _ = root_task.await;
+        // The log's task ends once every handle to it is gone: the channel actors' went with
+        // them, this is the last.
+        drop(chat);
+        let _ = event_log_task.await;
     }
 }

@@ -50,11 +50,18 @@ struct Migration {
     sql: &'static str,
 }
 
-const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "people, bots and credentials",
-    sql: include_str!("migrations/0001_people.surql"),
-}];
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "people, bots and credentials",
+        sql: include_str!("migrations/0001_people.surql"),
+    },
+    Migration {
+        version: 2,
+        name: "channels, messages, mentions and events",
+        sql: include_str!("migrations/0002_chat.surql"),
+    },
+];
 
 /// The open store. Cheap to clone: every clone shares one connection and one directory lock.
 #[derive(Clone)]

@@ -28,6 +28,18 @@ pub enum StorageError {
 }
 
 impl StorageError {
+    /// True for the write conflicts SurrealDB says can be retried: a typed transaction conflict,
+    /// or an internal error whose message says so.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            StorageError::Db(e) => {
+                matches!(e.query_details(), Some(surrealdb::types::QueryError::TransactionConflict))
+                    || e.message().contains("can be retried")
+            }
+            _ => false,
+        }
+    }
+
     pub(crate) fn corrupt(e: impl std::fmt::Display) -> StorageError {
         StorageError::Corrupt(e.to_string())
     }

@@ -9,9 +9,12 @@
 //! - [`secret`]: tokens (prefix + 32 random bytes) and their SHA-256 hashes; only hashes are stored.
 //! - [`time`]: milliseconds since the epoch and their RFC 3339 form.
 //! - [`people`]: people, bots and credentials.
+//! - [`chat`]: channels, members, messages, mentions and the event log; [`chat::Change`] is what
+//!   the event log commits, each change with its event.
 //!
 //! This crate knows nothing of HTTP or actors.
 
+pub mod chat;
 pub mod db;
 pub mod error;
 pub mod ids;

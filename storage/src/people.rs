@@ -322,3 +322,201 @@ mod tests {
         assert!(store.authenticate(&token).await.expect("auth").is_none());
     }
 }
+
+/// An invitation for an outside guest: the code is shown once and stored as its SHA-256.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Invite {
+    pub id: String,
+    pub email: String,
+    pub name: String,
+    pub channel_ids: Vec<String>,
+    pub created_by: String,
+    pub created_at: i64,
+    pub expires_at: i64,
+    pub accepted_at: Option<i64>,
+    pub person_id: Option<String>,
+}
+
+/// How long an invitation can be accepted.
+pub const INVITE_LIFETIME_MS: i64 = 7 * 24 * 3600 * 1000;
+
+impl Store {
+    /// People (ordered by id) after `after`, at most `limit`.
+    pub async fn people_page(&self, after: Option<&str>, limit: usize) -> Result<Vec<Person>> {
+        let rows = self
+            .query_rows(
+                "SELECT * FROM person WHERE $after = NONE OR $after = NULL OR id > type::record('person', $after) ORDER BY id LIMIT $limit",
+                json!({ "after": after, "limit": limit }),
+            )
+            .await?;
+        rows.into_iter().map(decode).collect()
+    }
+
+    /// Every bot that is not deleted, ordered by id.
+    pub async fn bots(&self) -> Result<Vec<Bot>> {
+        let rows = self.query_rows("SELECT * FROM bot ORDER BY id", Value::Null).await?;
+        let bots: Vec<Bot> = rows.into_iter().map(decode).collect::<Result<_>>()?;
+        Ok(bots.into_iter().filter(|b| b.deleted_at.is_none()).collect())
+    }
+
+    /// Creates a bot with a token; the handle must be free across people and bots.
+    pub async fn create_bot(&self, name: &str, handle: &Handle, created_by: &str) -> Result<(Bot, String)> {
+        let bot = Bot {
+            id: new_id("b_"),
+            name: name.to_owned(),
+            handle: handle.as_str().to_owned(),
+            created_by: created_by.to_owned(),
+            created_at: now_ms(),
+            deleted_at: None,
+        };
+        let mut doc = serde_json::to_value(&bot).map_err(StorageError::corrupt)?;
+        if let Some(o) = doc.as_object_mut() {
+            o.remove("id");
+        }
+        let sql = "BEGIN TRANSACTION;
+            CREATE type::record('handle', $handle) CONTENT { owner: $id, kind: 'bot' };
+            CREATE type::record('bot', $id) CONTENT $doc;
+            COMMIT TRANSACTION;";
+        match self.execute(sql, json!({ "handle": bot.handle, "id": bot.id, "doc": doc })).await {
+            Ok(_) => {}
+            Err(e) if is_duplicate(&e) => return Err(StorageError::Conflict(format!("handle @{handle}"))),
+            Err(e) => return Err(e),
+        }
+        let (_, token) = self
+            .issue_credential(NewCredential {
+                kind: CredentialKind::Bot,
+                person_id: None,
+                bot_id: Some(bot.id.clone()),
+                name: None,
+                scope: Scope::Write,
+                expires_at: None,
+            })
+            .await?;
+        Ok((bot, token))
+    }
+
+    /// Marks a bot deleted and revokes its tokens at once. False when there is no such live bot.
+    pub async fn delete_bot(&self, id: &str) -> Result<bool> {
+        let now = now_ms();
+        let rows = self
+            .query_rows(
+                "UPDATE type::record('bot', $id) SET deleted_at = $now WHERE !deleted_at RETURN AFTER",
+                json!({ "id": id, "now": now }),
+            )
+            .await?;
+        if rows.is_empty() {
+            return Ok(false);
+        }
+        self.execute(
+            "UPDATE credential SET revoked_at = $now WHERE bot_id = $id AND !revoked_at",
+            json!({ "id": id, "now": now }),
+        )
+        .await?;
+        Ok(true)
+    }
+
+    /// A person's credentials of one kind, newest first.
+    pub async fn credentials_of(&self, person_id: &str, kind: CredentialKind) -> Result<Vec<Credential>> {
+        let rows = self
+            .query_rows(
+                "SELECT * FROM credential WHERE person_id = $p AND kind = $k ORDER BY created_at DESC",
+                json!({ "p": person_id, "k": kind }),
+            )
+            .await?;
+        rows.into_iter().map(decode).collect()
+    }
+
+    /// Every credential of one kind, newest first.
+    pub async fn credentials_of_kind(&self, kind: CredentialKind) -> Result<Vec<Credential>> {
+        let rows = self
+            .query_rows(
+                "SELECT * FROM credential WHERE kind = $k ORDER BY created_at DESC",
+                json!({ "k": kind }),
+            )
+            .await?;
+        rows.into_iter().map(decode).collect()
+    }
+
+    pub async fn credential(&self, pid: &str) -> Result<Option<Credential>> {
+        let rows =
+            self.query_rows("SELECT * FROM credential WHERE pid = $pid", json!({ "pid": pid })).await?;
+        rows.into_iter().next().map(decode).transpose()
+    }
+
+    /// Records an invitation under the hash of its code; returns the code.
+    pub async fn create_invite(&self, invite: &Invite) -> Result<String> {
+        let code = new_token("");
+        let mut doc = serde_json::to_value(invite).map_err(StorageError::corrupt)?;
+        // The record id is the code's hash; the invitation's own id is kept beside it.
+        if let Some(o) = doc.as_object_mut()
+            && let Some(id) = o.remove("id")
+        {
+            o.insert("invite_id".into(), id);
+        }
+        self.execute(
+            "CREATE type::record('invite', $hash) CONTENT $doc",
+            json!({ "hash": token_hash(&code), "doc": doc }),
+        )
+        .await?;
+        Ok(code)
+    }
+
+    pub async fn invite_by_code(&self, code: &str) -> Result<Option<Invite>> {
+        let rows = self
+            .query_rows("SELECT * FROM type::record('invite', $hash)", json!({ "hash": token_hash(code) }))
+            .await?;
+        let Some(mut row) = rows.into_iter().next() else { return Ok(None) };
+        if let Some(o) = row.as_object_mut() {
+            let id = o.remove("invite_id").unwrap_or_default();
+            o.insert("id".into(), id);
+        }
+        serde_json::from_value(row).map(Some).map_err(StorageError::corrupt)
+    }
+
+    /// Marks an invitation accepted by `person_id`; false when it was accepted already (a race).
+    pub async fn accept_invite(&self, code: &str, person_id: &str) -> Result<bool> {
+        let rows = self
+            .query_rows(
+                "UPDATE type::record('invite', $hash) SET accepted_at = $now, person_id = $p WHERE !accepted_at RETURN AFTER",
+                json!({ "hash": token_hash(code), "now": now_ms(), "p": person_id }),
+            )
+            .await?;
+        Ok(!rows.is_empty())
+    }
+
+    /// A free handle derived from `wish` (`ada`, else `ada2`, `ada3`...).
+    pub async fn free_handle(&self, wish: &str) -> Result<Handle> {
+        let mut base: String = wish
+            .to_ascii_lowercase()
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-') { c } else { '-' })
+            .collect();
+        base = base.trim_start_matches(['_', '.', '-']).chars().take(28).collect();
+        if base.is_empty() {
+            base = "guest".into();
+        }
+        for n in 1..1000 {
+            let candidate = if n == 1 { base.clone() } else { format!("{base}{n}") };
+            let Ok(handle) = Handle::parse(&candidate) else { continue };
+            let taken = self
+                .query_rows("SELECT * FROM type::record('handle', $h)", json!({ "h": handle.as_str() }))
+                .await?;
+            if taken.is_empty() {
+                return Ok(handle);
+            }
+        }
+        Err(StorageError::Conflict(format!("every handle like @{base}")))
+    }
+}
+
+impl Store {
+    /// Records which guest an accepted invitation made.
+    pub async fn accept_invite_person(&self, code: &str, person_id: &str) -> Result<()> {
+        self.execute(
+            "UPDATE type::record('invite', $hash) SET person_id = $p",
+            json!({ "hash": token_hash(code), "p": person_id }),
+        )
+        .await?;
+        Ok(())
+    }
+}

@@ -115,3 +115,30 @@ impl IntoResponse for ApiError {
         res
     }
 }
+
+impl From<agora_actors::chat::ChatError> for ApiError {
+    fn from(e: agora_actors::chat::ChatError) -> ApiError {
+        use agora_actors::chat::ChatError;
+        match e {
+            ChatError::NotFound(what) => {
+                ApiError::not_found(format!("No such {what}, or you cannot see it."))
+            }
+            ChatError::Forbidden(m) => ApiError::forbidden(m),
+            ChatError::Conflict(m) => ApiError::new(ErrorCode::Conflict, m),
+            ChatError::Invalid { field, reason, message } => ApiError::unprocessable(field, reason, message),
+            ChatError::Unavailable(m) => ApiError::internal(&m),
+            ChatError::Storage(e) => ApiError::from(e),
+        }
+    }
+}
+
+impl From<agora_storage::StorageError> for ApiError {
+    fn from(e: agora_storage::StorageError) -> ApiError {
+        match e {
+            agora_storage::StorageError::Conflict(what) => {
+                ApiError::new(ErrorCode::Conflict, format!("{what} already exists."))
+            }
+            other => ApiError::internal(&other),
+        }
+    }
+}

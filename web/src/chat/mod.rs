@@ -1,26 +1,82 @@
-//! The chat API: channels, messages, search, mentions, staff operations, and the live socket.
+//! The chat API: channels, messages, search, mentions and the staff operations.
+//!
+//! # Layout
+//! - [`handlers`]: one handler per operation, `<verb>_<noun>`.
+//! - [`auth`]: credential extractors per access level (`read`, `member`, `staff`) and the
+//!   per-credential limits.
+//! - [`body`]: JSON bodies, refusing unknown fields.
+//! - [`wire`]: the JSON shapes and the opaque cursors.
+//! - [`openapi`]: the OpenAPI 3.1 description, built from the same table of operations the tests
+//!   check against the router.
+//! - [`error`]: the `{error, message}` format.
 
+pub mod auth;
+pub mod body;
 pub mod error;
+pub mod handlers;
+pub mod openapi;
+pub mod wire;
 
-use agora_storage::Store;
+use std::sync::Arc;
+
+use agora_actors::chat::Chat;
 use axum::Router;
-use axum::extract::OriginalUri;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{delete, get, patch, post};
 
 pub use error::{ApiError, ErrorCode};
 
 /// What every chat handler can reach.
 #[derive(Clone)]
 pub struct ChatState {
-    pub store: Store,
+    pub chat: Chat,
     /// Public base URL of the chat service, e.g. `http://127.0.0.1:4000`.
     pub base_url: String,
+    pub limits: Arc<auth::Limits>,
+}
+
+impl ChatState {
+    pub fn new(chat: Chat, base_url: String) -> ChatState {
+        ChatState { chat, base_url, limits: auth::Limits::new() }
+    }
 }
 
 /// The chat service's router.
 pub fn router(state: ChatState) -> Router {
-    Router::new().fallback(not_found).with_state(state).layer(crate::trace::layer("chat"))
+    use handlers as h;
+    Router::new()
+        .route("/openapi.json", get(h::openapi))
+        .route("/me", get(h::get_me))
+        .route("/channels", get(h::list_channels).post(h::create_channel))
+        .route("/channels/{channel_id}", patch(h::update_channel))
+        .route("/channels/{channel_id}/members", get(h::list_members).post(h::add_member))
+        .route("/channels/{channel_id}/members/{member_id}", delete(h::remove_member))
+        .route("/channels/{channel_id}/messages", get(h::list_messages).post(h::post_message))
+        .route("/channels/{channel_id}/read", post(h::mark_read))
+        .route("/messages/{id}", patch(h::edit_message).delete(h::delete_message))
+        .route("/search", get(h::search))
+        .route("/mentions", get(h::mentions))
+        .route("/people", get(h::list_people))
+        .route("/bots", post(h::create_bot))
+        .route("/bots/{id}", delete(h::delete_bot))
+        .route("/keys", get(h::list_keys).post(h::create_key))
+        .route("/keys/{id}", delete(h::revoke_key))
+        .route("/connector_tokens", get(h::list_connector_tokens).post(h::create_connector_token))
+        .route("/connector_tokens/{id}", delete(h::revoke_connector_token))
+        .route("/invites", post(h::create_invite))
+        .route("/invites/{code}/accept", post(h::accept_invite))
+        .fallback(h::not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(body::MAX_BODY_BYTES))
+        .with_state(state)
+        .layer(crate::trace::layer("chat"))
 }
 
-async fn not_found(OriginalUri(uri): OriginalUri) -> ApiError {
-    ApiError::not_found(format!("There is no chat API endpoint at {}.", uri.path()))
+/// A method the path does not take: `405`, in the chat error format.
+async fn method_not_allowed() -> axum::response::Response {
+    use axum::response::IntoResponse as _;
+    let mut res =
+        ApiError::bad_request("This endpoint does not take this method; see /openapi.json.").into_response();
+    *res.status_mut() = http::StatusCode::METHOD_NOT_ALLOWED;
+    res
 }

@@ -1,0 +1,217 @@
+//! The chat API's JSON shapes, and its opaque cursors.
+
+use agora_actors::chat::rules::Caller;
+use agora_storage::chat::{Channel, Member, MemberRef, Message};
+use agora_storage::people::{Bot, Credential, Person};
+use agora_storage::time::rfc3339;
+use base64::Engine as _;
+use serde_json::{Value, json};
+
+use super::error::ApiError;
+
+pub fn message(m: &Message) -> Value {
+    let mut v = json!({
+        "id": m.id(),
+        "channel_id": m.channel_id,
+        "body": m.body,
+        "source": m.source,
+        "actor_label": m.actor_label,
+        "author": { "id": m.author_id, "kind": m.author_kind, "handle": m.author_handle },
+        "version": m.version,
+        "created_at": rfc3339(m.created_at),
+        "edited_at": m.edited_at.map(rfc3339),
+        "deleted": m.deleted,
+        "mentions": m.mentions,
+    });
+    if let Some(at) = m.deleted_at {
+        v["deleted_at"] = json!(rfc3339(at));
+    }
+    v
+}
+
+pub fn channel(c: &Channel) -> Value {
+    json!({
+        "id": c.id,
+        "name": c.name,
+        "topic": c.topic,
+        "external": c.external,
+        "created_at": rfc3339(c.created_at),
+        "member_count": c.member_count,
+    })
+}
+
+/// An item of `GET /channels`: the channel with the caller's unread count and read marker.
+pub fn channel_item(c: &Channel, me: &Member) -> Value {
+    let mut v = channel(c);
+    v["unread_count"] = json!((c.last_seq - me.last_read_seq).max(0));
+    v["last_read_id"] = if me.last_read_seq > 0 {
+        json!(agora_storage::chat::message_id(&c.id, me.last_read_seq))
+    } else {
+        Value::Null
+    };
+    v
+}
+
+pub fn member(m: &Member) -> Value {
+    json!({
+        "id": m.principal_id,
+        "kind": m.kind,
+        "handle": m.handle,
+        "name": m.name,
+        "added_at": rfc3339(m.added_at),
+    })
+}
+
+pub fn member_ref(m: &MemberRef) -> Value {
+    json!({ "id": m.id, "kind": m.kind, "handle": m.handle, "name": m.name })
+}
+
+/// A person; the e-mail address only when `show_email`.
+pub fn person(p: &Person, show_email: bool) -> Value {
+    let mut v = json!({
+        "id": p.id,
+        "kind": "person",
+        "name": p.name,
+        "handle": p.handle,
+        "role": p.role,
+        "created_at": rfc3339(p.created_at),
+    });
+    if show_email {
+        v["email"] = json!(p.email);
+    }
+    v
+}
+
+pub fn bot(b: &Bot) -> Value {
+    json!({
+        "id": b.id,
+        "kind": "bot",
+        "name": b.name,
+        "handle": b.handle,
+        "created_at": rfc3339(b.created_at),
+        "created_by": b.created_by,
+    })
+}
+
+pub fn key(c: &Credential) -> Value {
+    json!({
+        "id": c.pid,
+        "name": c.name,
+        "created_at": rfc3339(c.created_at),
+        "revoked_at": c.revoked_at.map(rfc3339),
+    })
+}
+
+pub fn connector_token(c: &Credential) -> Value {
+    json!({
+        "id": c.pid,
+        "person_id": c.person_id,
+        "scope": c.scope,
+        "created_at": rfc3339(c.created_at),
+        "revoked_at": c.revoked_at.map(rfc3339),
+    })
+}
+
+/// `GET /me`: who the caller is, and how what it posts will be labelled.
+pub fn me(caller: &Caller, email: Option<&str>) -> Value {
+    let mut v = json!({
+        "id": caller.principal_id,
+        "kind": caller.kind,
+        "name": caller.name,
+        "handle": caller.handle,
+        "role": caller.role,
+        "credential": {
+            "id": caller.credential_id,
+            "kind": caller.credential,
+            "scope": caller.scope,
+            "name": caller.key_name,
+        },
+        "source": caller.source(),
+        "actor_label": caller.actor_label(),
+        "staff": caller.is_staff(),
+        "may_write": caller.may_write(),
+    });
+    if let Some(email) = email {
+        v["email"] = json!(email);
+    }
+    v
+}
+
+/// The list envelope: `{items, next_cursor}`.
+pub fn list(items: Vec<Value>, next_cursor: Option<String>) -> Value {
+    json!({ "items": items, "next_cursor": next_cursor })
+}
+
+/// Opaque cursors: a kind tag and a payload, in base64url. Only what this server made decodes;
+/// anything else is `400 bad_request`.
+pub mod cursor {
+    use super::*;
+
+    pub fn encode(kind: &str, payload: &str) -> String {
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("{kind}:{payload}"))
+    }
+
+    pub fn decode(kind: &str, cursor: &str) -> Result<String, ApiError> {
+        let bad = || ApiError::bad_request("This cursor was not issued by this server for this list.");
+        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(cursor).map_err(|_| bad())?;
+        let text = String::from_utf8(bytes).map_err(|_| bad())?;
+        let payload = text.strip_prefix(kind).and_then(|r| r.strip_prefix(':')).ok_or_else(bad)?;
+        Ok(payload.to_owned())
+    }
+
+    /// A cursor whose payload is a non-negative number.
+    pub fn decode_number(kind: &str, cursor: &str) -> Result<i64, ApiError> {
+        let payload = decode(kind, cursor)?;
+        payload
+            .parse::<i64>()
+            .ok()
+            .filter(|n| *n >= 0 && payload.bytes().all(|b| b.is_ascii_digit()))
+            .ok_or_else(|| ApiError::bad_request("This cursor was not issued by this server for this list."))
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn cursors_round_trip_and_refuse_strangers() {
+            let c = encode("m1", "c_x:42");
+            assert_eq!(decode("m1", &c).ok(), Some("c_x:42".to_owned()));
+            assert!(decode("s1", &c).is_err(), "a cursor of another list");
+            assert!(decode("m1", "not base64!").is_err());
+            assert!(decode("m1", "").is_err());
+            assert_eq!(decode_number("n", &encode("n", "7")).ok(), Some(7));
+            assert!(decode_number("n", &encode("n", "-7")).is_err());
+            assert!(decode_number("n", &encode("n", "+7")).is_err());
+        }
+    }
+}
+
+/// `limit`: default 50; above 100 is 100; below 1 or not a number is `422`.
+pub fn parse_limit(raw: Option<&str>) -> Result<usize, ApiError> {
+    let Some(raw) = raw else { return Ok(50) };
+    let bad =
+        || ApiError::unprocessable("limit", "invalid_limit", "limit must be a whole number from 1 to 100");
+    let n: i64 = raw.trim().parse().map_err(|_| bad())?;
+    if n < 1 {
+        return Err(bad());
+    }
+    Ok(usize::try_from(n.min(100)).unwrap_or(100))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits() {
+        assert_eq!(parse_limit(None).ok(), Some(50));
+        assert_eq!(parse_limit(Some("1")).ok(), Some(1));
+        assert_eq!(parse_limit(Some("100")).ok(), Some(100));
+        assert_eq!(parse_limit(Some("1000")).ok(), Some(100));
+        assert!(parse_limit(Some("0")).is_err());
+        assert!(parse_limit(Some("-3")).is_err());
+        assert!(parse_limit(Some("ten")).is_err());
+        assert!(parse_limit(Some("")).is_err());
+    }
+}
