@@ -4,9 +4,12 @@
 //! # Layout
 //! - [`system`]: [`ActorSystem`], the root supervisor that every other actor is linked under, and
 //!   its orderly stop at shutdown.
+//! - [`stats`]: the statistics fetchers: one `FetcherActor` per enabled site under the
+//!   `FetcherSupervisor`.
 //!
 //! Actors depend on `agora-storage` for persistence and know nothing of HTTP.
 
+pub mod stats;
 pub mod system;
 
 pub use system::ActorSystem;

@@ -61,6 +61,11 @@ impl ActorSystem {
         Ok(ActorSystem { root, handle })
     }
 
+    /// The root supervisor's cell, for starting a service's actors linked under it.
+    pub fn root_cell(&self) -> ractor::ActorCell {
+        self.root.get_cell()
+    }
+
     /// Stops every actor, children first, and waits for the root to finish.
     pub async fn stop(self) {
         self.root.stop_children_and_wait(None, Some(std::time::Duration::from_secs(10))).await;

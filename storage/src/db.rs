@@ -50,11 +50,18 @@ struct Migration {
     sql: &'static str,
 }
 
-const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "people, bots and credentials",
-    sql: include_str!("migrations/0001_people.surql"),
-}];
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "people, bots and credentials",
+        sql: include_str!("migrations/0001_people.surql"),
+    },
+    Migration {
+        version: 3,
+        name: "statistics: sites, metrics, points, rollups, fetch log",
+        sql: include_str!("migrations/0003_stats.surql"),
+    },
+];
 
 /// The open store. Cheap to clone: every clone shares one connection and one directory lock.
 #[derive(Clone)]

@@ -9,6 +9,8 @@
 //! - [`secret`]: tokens (prefix + 32 random bytes) and their SHA-256 hashes; only hashes are stored.
 //! - [`time`]: milliseconds since the epoch and their RFC 3339 form.
 //! - [`people`]: people, bots and credentials.
+//! - [`series`]: the series rules (durations, windows, buckets, `agg`, `fill`, sparklines), pure.
+//! - [`stats`]: tracked sites, metrics, points and their daily rollups, the fetch log.
 //!
 //! This crate knows nothing of HTTP or actors.
 
@@ -17,6 +19,8 @@ pub mod error;
 pub mod ids;
 pub mod people;
 pub mod secret;
+pub mod series;
+pub mod stats;
 pub mod time;
 
 pub use db::{DbSettings, Store};
