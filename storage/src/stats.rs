@@ -298,8 +298,10 @@ impl Store {
     /// Deletes a site with all its metrics, points, rollups and fetch log. `false` when there was
     /// no such site.
     pub async fn delete_site(&self, slug: &Slug) -> Result<bool> {
+        if self.site(slug).await?.is_none() {
+            return Ok(false);
+        }
         let sql = "BEGIN TRANSACTION;
-            LET $found = (SELECT VALUE slug FROM type::record('site', $s));
             FOR $m IN (SELECT VALUE name FROM metric WHERE site = $s) {
                 DELETE point:[$s, $m, $lo]..=[$s, $m, $hi];
                 DELETE rollup:[$s, $m, $lo]..=[$s, $m, $hi];
@@ -307,12 +309,9 @@ impl Store {
             DELETE metric WHERE site = $s;
             DELETE fetch WHERE site = $s;
             DELETE type::record('site', $s);
-            RETURN array::len($found);
             COMMIT TRANSACTION;";
-        let out =
-            self.execute(sql, json!({ "s": slug.as_str(), "lo": i64::MIN, "hi": i64::MAX })).await?;
-        let found = out.iter().rev().find_map(Value::as_i64).unwrap_or(0);
-        Ok(found > 0)
+        self.execute(sql, json!({ "s": slug.as_str(), "lo": i64::MIN, "hi": i64::MAX })).await?;
+        Ok(true)
     }
 
     /// The latest value of each metric of a site, by name.
@@ -444,7 +443,8 @@ impl Store {
         }
         if let Some(&(t, v)) = points.iter().max_by_key(|p| p.0) {
             let sql = "LET $id = type::record('metric', [$s, $m]);
-                IF (SELECT VALUE as_of FROM ONLY $id) ?? NONE = NONE OR (SELECT VALUE as_of FROM ONLY $id) < $t {
+                LET $cur = (SELECT VALUE as_of FROM $id)[0];
+                IF $cur = NONE OR $cur < $t {
                     UPSERT $id CONTENT { site: $s, name: $m, value: $v, as_of: $t, checked_at: $t };
                 };";
             self.execute(sql, json!({ "s": slug.as_str(), "m": metric.as_str(), "t": t, "v": v })).await?;

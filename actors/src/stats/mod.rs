@@ -234,7 +234,7 @@ impl Fetchers {
         Ok(Fetchers { supervisor })
     }
 
-    async fn call<T>(
+    async fn call<T: Send + 'static>(
         &self,
         msg: impl FnOnce(RpcReplyPort<Result<T, StatsError>>) -> SupervisorMsg,
     ) -> Result<T, StatsError> {

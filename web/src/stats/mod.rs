@@ -228,7 +228,7 @@ async fn get_openapi(State(state): State<StatsState>) -> Json<Value> {
 /// # `GET /v1/sites`
 /// Every site, enabled or not, by slug: `{sites: [site]}`.
 async fn list_sites(State(state): State<StatsState>, OriginalUri(uri): OriginalUri, RawQuery(raw): RawQuery) -> Response {
-    let result = async {
+    let result: Result<Response, Failure> = async {
         Query::parse(raw.as_deref(), &[])?;
         let sites = state.store.sites().await?;
         Ok(Json(json!({ "sites": sites.iter().map(site_json).collect::<Vec<_>>() })).into_response())
@@ -240,7 +240,7 @@ async fn list_sites(State(state): State<StatsState>, OriginalUri(uri): OriginalU
 /// # `POST /v1/sites`
 /// Admin: creates a site and, when enabled, starts fetching it. `201` with the site.
 async fn create_site(State(state): State<StatsState>, OriginalUri(uri): OriginalUri, headers: HeaderMap, body: Bytes) -> Response {
-    let result = async {
+    let result: Result<Response, Failure> = async {
         require_admin(&state, &headers).await?;
         let new = params::new_site(&body)?;
         let site = state.fetchers.create(new).await?;
@@ -264,7 +264,7 @@ async fn update_site(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let result = async {
+    let result: Result<Response, Failure> = async {
         require_admin(&state, &headers).await?;
         let slug = params::slug(&slug).map_err(|_| StatsError::NotFound(slug.clone()))?;
         let patch = params::site_patch(&body)?;
@@ -285,7 +285,7 @@ async fn delete_site(
     RawQuery(raw): RawQuery,
     headers: HeaderMap,
 ) -> Response {
-    let result = async {
+    let result: Result<Response, Failure> = async {
         require_admin(&state, &headers).await?;
         let q = Query::parse(raw.as_deref(), &["confirm"])?;
         if q.get("confirm") != Some(slug.as_str()) {
@@ -315,7 +315,7 @@ async fn fetch_site(
     Path(slug): Path<String>,
     headers: HeaderMap,
 ) -> Response {
-    let result = async {
+    let result: Result<Response, Failure> = async {
         require_admin(&state, &headers).await?;
         let parsed = params::slug(&slug).map_err(|_| StatsError::NotFound(slug.clone()))?;
         let entry = state.fetchers.fetch_now(parsed).await?;
@@ -328,7 +328,7 @@ async fn fetch_site(
 /// # `GET /v1/snapshot`
 /// Every enabled site with each metric's latest value, freshness and daily sparkline.
 async fn get_snapshot(State(state): State<StatsState>, OriginalUri(uri): OriginalUri, RawQuery(raw): RawQuery) -> Response {
-    let result = async {
+    let result: Result<Response, Failure> = async {
         let q = Query::parse(raw.as_deref(), &["spark"])?;
         let days = params::spark(&q)?;
         let now = state.clock.now_ms();
@@ -360,7 +360,7 @@ async fn get_snapshot(State(state): State<StatsState>, OriginalUri(uri): Origina
 /// One site's metrics in epoch-aligned buckets:
 /// `{site, from, to, every, agg, fill, series: [{metric, points: [{t, v}]}]}`.
 async fn get_series(State(state): State<StatsState>, OriginalUri(uri): OriginalUri, RawQuery(raw): RawQuery) -> Response {
-    let result = async {
+    let result: Result<Response, Failure> = async {
         let q = Query::parse(raw.as_deref(), &["site", "metrics", "last", "from", "to", "every", "agg", "fill"])?;
         let req = params::series(&q, state.clock.now_ms())?;
         // The bucket count is checked before anything is read.
@@ -421,7 +421,7 @@ async fn get_series(State(state): State<StatsState>, OriginalUri(uri): OriginalU
 /// The fetch log, newest first: `{fetches: [entry]}`; `site` narrows it to one site, `last` is a
 /// count (default 50, at most 1000).
 async fn list_fetches(State(state): State<StatsState>, OriginalUri(uri): OriginalUri, RawQuery(raw): RawQuery) -> Response {
-    let result = async {
+    let result: Result<Response, Failure> = async {
         let q = Query::parse(raw.as_deref(), &["site", "last"])?;
         let last = params::fetch_count(&q)?;
         let site = q.get("site").map(params::slug).transpose()?;
