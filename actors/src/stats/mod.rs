@@ -220,7 +220,8 @@ pub struct Fetchers {
 
 impl Fetchers {
     /// Starts the supervisor, linked under `parent` (the root supervisor), and a fetcher for each
-    /// enabled site.
+    /// enabled site. Unnamed: actor names are global to the process, and tests run several apps
+    /// in one.
     pub async fn start(parent: ActorCell, store: Store, clock: Clock) -> Result<Fetchers, StartError> {
         let http = reqwest::Client::builder()
             .user_agent(concat!("agora-stats/", env!("CARGO_PKG_VERSION")))
@@ -228,7 +229,7 @@ impl Fetchers {
             .build()
             .map_err(|e| StartError(e.to_string()))?;
         let deps = FetchDeps { store, clock, http };
-        let (supervisor, _) = Actor::spawn_linked(Some("stats-fetchers".into()), FetcherSupervisor, deps, parent)
+        let (supervisor, _) = Actor::spawn_linked(None, FetcherSupervisor, deps, parent)
             .await
             .map_err(|e| StartError(e.to_string()))?;
         Ok(Fetchers { supervisor })
