@@ -60,7 +60,9 @@ impl FakeSite {
                 }
             }
         }
-        let app = axum::Router::new().route("/stats", axum::routing::get(serve)).with_state((answer.clone(), hits.clone()));
+        let app = axum::Router::new()
+            .route("/stats", axum::routing::get(serve))
+            .with_state((answer.clone(), hits.clone()));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind fake site");
         let url = format!("http://{}/stats", listener.local_addr().expect("addr"));
         tokio::spawn(async move {
@@ -121,7 +123,9 @@ async fn fetch_now(stats: &ServiceClient, slug: &str) -> Value {
 }
 
 async fn fetch_log(stats: &ServiceClient, slug: &str) -> Vec<Value> {
-    let log = json_of(stats.get(&format!("/v1/fetches?site={slug}&last=1000")).send().await.expect("log"), 200).await;
+    let log =
+        json_of(stats.get(&format!("/v1/fetches?site={slug}&last=1000")).send().await.expect("log"), 200)
+            .await;
     log["fetches"].as_array().expect("fetches").clone()
 }
 
@@ -147,7 +151,12 @@ async fn description_health_and_openapi() {
     assert_eq!(root["name"], "stats");
     assert!(root["freshness"].as_str().is_some_and(|f| f.contains("as_of") && f.contains("checked_at")));
     let endpoints = root["endpoints"].as_object().expect("endpoints");
-    for op in ["GET /v1/series", "GET /v1/snapshot", "POST /v1/sites/{slug}/fetch", "DELETE /v1/sites/{slug}?confirm={slug}"] {
+    for op in [
+        "GET /v1/series",
+        "GET /v1/snapshot",
+        "POST /v1/sites/{slug}/fetch",
+        "DELETE /v1/sites/{slug}?confirm={slug}",
+    ] {
         assert!(endpoints.contains_key(op), "{op}");
     }
     let up = app.stats.get("/up").send().await.expect("up");
@@ -167,8 +176,18 @@ async fn admin_operations_need_the_token() {
     let s = &app.stats;
     let p = problem(s.post("/v1/sites").json(&body).send().await.expect("post"), 401, "unauthorized").await;
     assert_eq!(p["instance"], "/v1/sites");
-    problem(s.post("/v1/sites").bearer_auth("wrong").json(&body).send().await.expect("post"), 401, "unauthorized").await;
-    problem(s.patch("/v1/sites/a").json(&json!({"enabled": true})).send().await.expect("patch"), 401, "unauthorized").await;
+    problem(
+        s.post("/v1/sites").bearer_auth("wrong").json(&body).send().await.expect("post"),
+        401,
+        "unauthorized",
+    )
+    .await;
+    problem(
+        s.patch("/v1/sites/a").json(&json!({"enabled": true})).send().await.expect("patch"),
+        401,
+        "unauthorized",
+    )
+    .await;
     problem(s.delete("/v1/sites/a?confirm=a").send().await.expect("delete"), 401, "unauthorized").await;
     problem(s.post("/v1/sites/a/fetch").send().await.expect("fetch"), 401, "unauthorized").await;
     // Nothing was created by the refused requests.
@@ -177,7 +196,8 @@ async fn admin_operations_need_the_token() {
 
     // A token made by `agora admin stats-token` works as well as the configured one.
     // (The admin command's own code, run on this app's store: a `mem://` app has no admin socket.)
-    let made = agora::admin::execute(&app.running().store, AdminRequest::StatsToken).await.expect("stats-token");
+    let made =
+        agora::admin::execute(&app.running().store, AdminRequest::StatsToken).await.expect("stats-token");
     let token = made["token"].as_str().expect("token").to_owned();
     let res = s.post("/v1/sites").bearer_auth(&token).json(&body).send().await.expect("post");
     let site = json_of(res, 201).await;
@@ -193,10 +213,21 @@ async fn admin_operations_need_the_token() {
     let bad = json!({ "slug": "b", "name": "B", "url": "ftp://x", "colour": "red" });
     problem(admin(s.post("/v1/sites")).json(&bad).send().await.expect("bad"), 422, "unknown_field").await;
     let bad = json!({ "slug": "b", "name": "B", "url": "ftp://x" });
-    let p = problem(admin(s.post("/v1/sites")).json(&bad).send().await.expect("bad"), 422, "invalid_field").await;
+    let p =
+        problem(admin(s.post("/v1/sites")).json(&bad).send().await.expect("bad"), 422, "invalid_field").await;
     assert!(p["detail"].as_str().is_some_and(|d| d.contains("url")), "{p}");
-    problem(admin(s.patch("/v1/sites/a")).json(&json!({ "interval": "1x" })).send().await.expect("bad"), 422, "invalid_field").await;
-    problem(admin(s.patch("/v1/sites/nope")).json(&json!({ "enabled": true })).send().await.expect("patch"), 404, "site_not_found").await;
+    problem(
+        admin(s.patch("/v1/sites/a")).json(&json!({ "interval": "1x" })).send().await.expect("bad"),
+        422,
+        "invalid_field",
+    )
+    .await;
+    problem(
+        admin(s.patch("/v1/sites/nope")).json(&json!({ "enabled": true })).send().await.expect("patch"),
+        404,
+        "site_not_found",
+    )
+    .await;
     app.shutdown().await;
 }
 
@@ -210,7 +241,8 @@ async fn fetches_write_points_only_on_change_and_keep_freshness() {
         "metrics": { "users": 10, "ratio": 0.5, "label": "not a number" },
     })))
     .await;
-    create(s, json!({ "slug": "shop", "name": "Shop", "url": site.url, "interval": "1h", "timeout": "2s" })).await;
+    create(s, json!({ "slug": "shop", "name": "Shop", "url": site.url, "interval": "1h", "timeout": "2s" }))
+        .await;
     // Created enabled: its fetcher runs once at once, then waits an hour.
     let log = wait_for_fetches(s, "shop", 1).await;
     assert_eq!(log[0]["ok"], true, "{}", log[0]);
@@ -237,7 +269,10 @@ async fn fetches_write_points_only_on_change_and_keep_freshness() {
     assert_eq!(spark[88], Value::Null);
 
     // One value changes, as_of moves: a point for each metric (ratio's as_of changed too).
-    site.set(Answer::Json(json!({ "as_of": "2024-05-01T00:20:00Z", "metrics": { "users": 12, "ratio": 0.5 } }))).await;
+    site.set(Answer::Json(
+        json!({ "as_of": "2024-05-01T00:20:00Z", "metrics": { "users": 12, "ratio": 0.5 } }),
+    ))
+    .await;
     clock.advance(10 * MIN);
     let e = fetch_now(s, "shop").await;
     assert_eq!(e["points_written"], 2);
@@ -260,8 +295,18 @@ async fn fetches_write_points_only_on_change_and_keep_freshness() {
     assert_eq!(series["every"], "5m");
     assert_eq!(series["from"], "2024-05-01T00:00:00.000Z");
     let points = |metric: &str| -> Vec<(String, Value)> {
-        let one = series["series"].as_array().expect("series").iter().find(|x| x["metric"] == metric).expect("metric");
-        one["points"].as_array().expect("points").iter().map(|p| (p["t"].as_str().expect("t").to_owned(), p["v"].clone())).collect()
+        let one = series["series"]
+            .as_array()
+            .expect("series")
+            .iter()
+            .find(|x| x["metric"] == metric)
+            .expect("metric");
+        one["points"]
+            .as_array()
+            .expect("points")
+            .iter()
+            .map(|p| (p["t"].as_str().expect("t").to_owned(), p["v"].clone()))
+            .collect()
     };
     assert_eq!(
         points("users"),
@@ -281,7 +326,11 @@ async fn failed_fetches_are_logged_and_change_no_data() {
     let app = app_with_clock(&clock).await;
     let s = &app.stats;
     let site = FakeSite::start(Answer::Json(json!({ "users": 7 }))).await;
-    create(s, json!({ "slug": "flaky", "name": "Flaky", "url": site.url, "interval": "1h", "timeout": "1s" })).await;
+    create(
+        s,
+        json!({ "slug": "flaky", "name": "Flaky", "url": site.url, "interval": "1h", "timeout": "1s" }),
+    )
+    .await;
     wait_for_fetches(s, "flaky", 1).await;
 
     let cases = [
@@ -308,7 +357,8 @@ async fn failed_fetches_are_logged_and_change_no_data() {
 
     let log = fetch_log(s, "flaky").await;
     assert_eq!(log.len(), 8);
-    let times: Vec<i64> = log.iter().map(|e| parse_rfc3339(e["started_at"].as_str().expect("t")).expect("time")).collect();
+    let times: Vec<i64> =
+        log.iter().map(|e| parse_rfc3339(e["started_at"].as_str().expect("t")).expect("time")).collect();
     assert!(times.windows(2).all(|w| w[0] >= w[1]), "newest first: {times:?}");
     let limited = json_of(s.get("/v1/fetches?site=flaky&last=2").send().await.expect("log"), 200).await;
     assert_eq!(limited["fetches"].as_array().map(Vec::len), Some(2));
@@ -332,12 +382,14 @@ async fn sites_start_stop_and_go_away_without_a_restart() {
     let app = app_with_clock(&clock).await;
     let s = &app.stats;
     let site = FakeSite::start(Answer::Json(json!({ "n": 1 }))).await;
-    create(s, json!({ "slug": "live", "name": "Live", "url": site.url, "interval": "1s", "timeout": "1s" })).await;
+    create(s, json!({ "slug": "live", "name": "Live", "url": site.url, "interval": "1s", "timeout": "1s" }))
+        .await;
     // It fetches on its interval by itself.
     wait_for_fetches(s, "live", 3).await;
 
     // Disabled: the fetcher stops; it is no longer in the snapshot.
-    let res = admin(s.patch("/v1/sites/live")).json(&json!({ "enabled": false })).send().await.expect("patch");
+    let res =
+        admin(s.patch("/v1/sites/live")).json(&json!({ "enabled": false })).send().await.expect("patch");
     assert_eq!(json_of(res, 200).await["enabled"], false);
     let stopped_at = site.hits();
     tokio::time::sleep(Duration::from_millis(2500)).await;
@@ -354,8 +406,18 @@ async fn sites_start_stop_and_go_away_without_a_restart() {
 
     // Deleting needs the slug repeated.
     problem(admin(s.delete("/v1/sites/live")).send().await.expect("delete"), 400, "confirm_required").await;
-    problem(admin(s.delete("/v1/sites/live?confirm=other")).send().await.expect("delete"), 400, "confirm_required").await;
-    problem(admin(s.delete("/v1/sites/ghost?confirm=ghost")).send().await.expect("delete"), 404, "site_not_found").await;
+    problem(
+        admin(s.delete("/v1/sites/live?confirm=other")).send().await.expect("delete"),
+        400,
+        "confirm_required",
+    )
+    .await;
+    problem(
+        admin(s.delete("/v1/sites/ghost?confirm=ghost")).send().await.expect("delete"),
+        404,
+        "site_not_found",
+    )
+    .await;
     let res = admin(s.delete("/v1/sites/live?confirm=live")).send().await.expect("delete");
     assert_eq!(res.status(), 204);
     let gone_at = site.hits();
@@ -366,7 +428,8 @@ async fn sites_start_stop_and_go_away_without_a_restart() {
     problem(s.get("/v1/series?site=live").send().await.expect("series"), 404, "site_not_found").await;
     let all = json_of(s.get("/v1/fetches").send().await.expect("log"), 200).await;
     assert_eq!(all["fetches"], json!([]));
-    create(s, json!({ "slug": "live", "name": "Live", "url": site.url, "interval": "1h", "enabled": false })).await;
+    create(s, json!({ "slug": "live", "name": "Live", "url": site.url, "interval": "1h", "enabled": false }))
+        .await;
     let series = json_of(s.get("/v1/series?site=live&last=1d").send().await.expect("series"), 200).await;
     assert_eq!(series["series"], json!([]), "no metric survived the delete");
     app.shutdown().await;
@@ -399,18 +462,40 @@ async fn series_buckets_aggregations_and_fills() {
         }
     };
     let w = "site=m&metrics=v&from=2024-05-01T00:00:00Z&to=2024-05-01T04:00:00Z&every=1h";
-    assert_eq!(get(format!("/v1/series?{w}")).await, vec![Some(3.0), None, None, Some(10.0)], "avg, fill null");
-    assert_eq!(get(format!("/v1/series?{w}&agg=sum&fill=zero")).await, vec![Some(9.0), Some(0.0), Some(0.0), Some(10.0)]);
-    assert_eq!(get(format!("/v1/series?{w}&agg=max&fill=previous")).await, vec![Some(5.0), Some(5.0), Some(5.0), Some(10.0)]);
-    assert_eq!(get(format!("/v1/series?{w}&agg=first&fill=linear")).await, vec![Some(1.0), Some(4.0), Some(7.0), Some(10.0)]);
+    assert_eq!(
+        get(format!("/v1/series?{w}")).await,
+        vec![Some(3.0), None, None, Some(10.0)],
+        "avg, fill null"
+    );
+    assert_eq!(
+        get(format!("/v1/series?{w}&agg=sum&fill=zero")).await,
+        vec![Some(9.0), Some(0.0), Some(0.0), Some(10.0)]
+    );
+    assert_eq!(
+        get(format!("/v1/series?{w}&agg=max&fill=previous")).await,
+        vec![Some(5.0), Some(5.0), Some(5.0), Some(10.0)]
+    );
+    assert_eq!(
+        get(format!("/v1/series?{w}&agg=first&fill=linear")).await,
+        vec![Some(1.0), Some(4.0), Some(7.0), Some(10.0)]
+    );
     assert_eq!(get(format!("/v1/series?{w}&agg=min&fill=none")).await, vec![Some(1.0), Some(10.0)]);
-    assert_eq!(get(format!("/v1/series?{w}&agg=count&fill=none")).await, vec![Some(3.0), Some(0.0), Some(0.0), Some(1.0)]);
+    assert_eq!(
+        get(format!("/v1/series?{w}&agg=count&fill=none")).await,
+        vec![Some(3.0), Some(0.0), Some(0.0), Some(1.0)]
+    );
     // `last` ends now (03:30 inclusive); without `every`, 1m buckets for 2h.
-    let body = json_of(s.get("/v1/series?site=m&last=2h&agg=last&fill=none").send().await.expect("series"), 200).await;
+    let body =
+        json_of(s.get("/v1/series?site=m&last=2h&agg=last&fill=none").send().await.expect("series"), 200)
+            .await;
     assert_eq!((body["every"].as_str(), body["to"].as_str()), (Some("1m"), Some("2024-05-01T03:30:00.000Z")));
     assert_eq!(body["series"][0]["points"], json!([{ "t": "2024-05-01T03:30:00.000Z", "v": 10.0 }]));
     // Whole-day buckets (served from daily rollups) agree with the points.
-    let day = json_of(s.get("/v1/series?site=m&metrics=v&last=3d&every=1d&agg=sum").send().await.expect("day"), 200).await;
+    let day = json_of(
+        s.get("/v1/series?site=m&metrics=v&last=3d&every=1d&agg=sum").send().await.expect("day"),
+        200,
+    )
+    .await;
     // (now - 3d, now] touches four UTC days.
     assert_eq!(day["series"][0]["points"].as_array().map(Vec::len), Some(4));
     assert_eq!(day["series"][0]["points"][0], json!({ "t": "2024-04-28T00:00:00.000Z", "v": null }));
@@ -435,7 +520,12 @@ async fn series_buckets_aggregations_and_fills() {
     }
     problem(s.get("/v1/series?site=nosuch").send().await.expect("series"), 404, "site_not_found").await;
     for bad in ["401d", "1w", "90", "-1d"] {
-        problem(s.get(&format!("/v1/snapshot?spark={bad}")).send().await.expect("snapshot"), 400, "bad_spark").await;
+        problem(
+            s.get(&format!("/v1/snapshot?spark={bad}")).send().await.expect("snapshot"),
+            400,
+            "bad_spark",
+        )
+        .await;
     }
     let snap = json_of(s.get("/v1/snapshot?spark=400d").send().await.expect("snapshot"), 200).await;
     assert_eq!(snap["sites"][0]["metrics"]["v"]["spark"].as_array().map(Vec::len), Some(400));
@@ -453,24 +543,33 @@ async fn measure_a_year_of_minutes() {
     let clock = Clock::manual(now);
     let app = app_with_clock(&clock).await;
     let s = &app.stats;
-    create(s, json!({ "slug": "year", "name": "Year", "url": "http://127.0.0.1:9/", "enabled": false })).await;
+    create(s, json!({ "slug": "year", "name": "Year", "url": "http://127.0.0.1:9/", "enabled": false }))
+        .await;
     let store = app.running().store.clone();
     let slug = agora_storage::stats::Slug::parse("year").expect("slug");
     let metric = agora_storage::stats::MetricName::parse("m").expect("metric");
-    let points: Vec<(i64, f64)> = (0..525_600).map(|i| (now - 525_600 * MIN + (i + 1) * MIN, (i % 1440) as f64)).collect();
+    let points: Vec<(i64, f64)> =
+        (0..525_600).map(|i| (now - 525_600 * MIN + (i + 1) * MIN, (i % 1440) as f64)).collect();
     let t = std::time::Instant::now();
     store.load_points(&slug, &metric, &points).await.expect("load");
     eprintln!("loaded {} points in {:.1} s", points.len(), t.elapsed().as_secs_f64());
     let mut times = Vec::new();
     for _ in 0..7 {
         let t = std::time::Instant::now();
-        let body = json_of(s.get("/v1/series?site=year&metrics=m&last=365d&every=1d&agg=avg").send().await.expect("series"), 200).await;
+        let body = json_of(
+            s.get("/v1/series?site=year&metrics=m&last=365d&every=1d&agg=avg").send().await.expect("series"),
+            200,
+        )
+        .await;
         times.push(t.elapsed().as_secs_f64() * 1000.0);
         let points = body["series"][0]["points"].as_array().expect("points");
         assert_eq!(points.len(), 366);
         assert!(points[1..365].iter().all(|p| p["v"] == 719.5), "every whole day averages 0..1439");
     }
     times.sort_by(f64::total_cmp);
-    eprintln!("last=365d&every=1d&agg=avg: median {:.1} ms, min {:.1} ms, max {:.1} ms", times[3], times[0], times[6]);
+    eprintln!(
+        "last=365d&every=1d&agg=avg: median {:.1} ms, min {:.1} ms, max {:.1} ms",
+        times[3], times[0], times[6]
+    );
     app.shutdown().await;
 }

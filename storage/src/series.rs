@@ -29,7 +29,9 @@ pub enum SeriesError {
     BadAgg(String),
     #[error("{0:?} is not a fill: use null, none, zero, previous or linear")]
     BadFill(String),
-    #[error("the window would have {0} buckets; the most is {MAX_BUCKETS}: choose a larger `every` or a shorter window")]
+    #[error(
+        "the window would have {0} buckets; the most is {MAX_BUCKETS}: choose a larger `every` or a shorter window"
+    )]
     TooManyBuckets(i64),
     #[error("the window is empty: `from` must be before `to`")]
     EmptyWindow,
@@ -446,7 +448,9 @@ mod tests {
         assert_eq!(d("2w1d").ms(), 15 * DAY_MS);
         assert_eq!(d("1d1d").ms(), 2 * DAY_MS, "the regex allows repeated units; they add up");
         assert_eq!(d("7d").to_string(), "7d");
-        for bad in ["", "0d", "01d", "d", "5", "5x", "1.5h", "-1d", "1 d", "1D", "1d ", "99999999999999999999d"] {
+        for bad in
+            ["", "0d", "01d", "d", "5", "5x", "1.5h", "-1d", "1 d", "1D", "1d ", "99999999999999999999d"]
+        {
             assert!(matches!(Duration::parse(bad), Err(SeriesError::BadDuration(_))), "{bad:?}");
         }
         assert!(Duration::parse("36600d").is_ok());
@@ -493,7 +497,8 @@ mod tests {
     fn range_edges_drop_points_outside_the_window() {
         let w = Window::new(30 * M, 90 * M).expect("window");
         let mut b = Bucketer::new(w, &d("1h")).expect("bucketer");
-        for (t, v) in [(0, 100.0), (30 * M - 1, 100.0), (30 * M, 1.0), (59 * M, 2.0), (60 * M, 3.0), (90 * M, 100.0)]
+        for (t, v) in
+            [(0, 100.0), (30 * M - 1, 100.0), (30 * M, 1.0), (59 * M, 2.0), (60 * M, 3.0), (90 * M, 100.0)]
         {
             b.add_point(t, v);
         }
@@ -545,7 +550,11 @@ mod tests {
         ];
         for (agg, a, z) in cases {
             let got = |fill| sample().finish(agg, fill);
-            assert_eq!(got(Fill::Null), vec![(0, Some(a)), (H, None), (2 * H, None), (3 * H, Some(z))], "{agg:?}");
+            assert_eq!(
+                got(Fill::Null),
+                vec![(0, Some(a)), (H, None), (2 * H, None), (3 * H, Some(z))],
+                "{agg:?}"
+            );
             assert_eq!(got(Fill::None), vec![(0, Some(a)), (3 * H, Some(z))], "{agg:?}");
             assert_eq!(
                 got(Fill::Zero),
@@ -579,8 +588,14 @@ mod tests {
         let w = Window::new(0, 4 * H).expect("window");
         let mut b = Bucketer::new(w, &d("1h")).expect("bucketer");
         b.add_point(H + 1, 5.0);
-        assert_eq!(b.clone().finish(Agg::Avg, Fill::Previous), vec![(0, None), (H, Some(5.0)), (2 * H, Some(5.0)), (3 * H, Some(5.0))]);
-        assert_eq!(b.finish(Agg::Avg, Fill::Linear), vec![(0, None), (H, Some(5.0)), (2 * H, None), (3 * H, None)]);
+        assert_eq!(
+            b.clone().finish(Agg::Avg, Fill::Previous),
+            vec![(0, None), (H, Some(5.0)), (2 * H, Some(5.0)), (3 * H, Some(5.0))]
+        );
+        assert_eq!(
+            b.finish(Agg::Avg, Fill::Linear),
+            vec![(0, None), (H, Some(5.0)), (2 * H, None), (3 * H, None)]
+        );
     }
 
     #[test]
@@ -596,7 +611,11 @@ mod tests {
             rolled.add(&Acc::of(day.iter().copied()).expect("day"));
         }
         for agg in Agg::ALL {
-            assert_eq!(raw.clone().finish(agg, Fill::Null), rolled.clone().finish(agg, Fill::Null), "{agg:?}");
+            assert_eq!(
+                raw.clone().finish(agg, Fill::Null),
+                rolled.clone().finish(agg, Fill::Null),
+                "{agg:?}"
+            );
         }
     }
 
@@ -610,7 +629,11 @@ mod tests {
         }
         assert_eq!(SparkDays::default().days(), 90);
         let now = 10 * DAY_MS + 5;
-        let s = spark(now, SparkDays::parse("3d").expect("3d"), &[(10 * DAY_MS, 7.0), (8 * DAY_MS, 1.0), (5 * DAY_MS, 9.0)]);
+        let s = spark(
+            now,
+            SparkDays::parse("3d").expect("3d"),
+            &[(10 * DAY_MS, 7.0), (8 * DAY_MS, 1.0), (5 * DAY_MS, 9.0)],
+        );
         assert_eq!(s, vec![Some(1.0), None, Some(7.0)]);
         assert!(spark(now, SparkDays::parse("0").expect("0"), &[(10 * DAY_MS, 7.0)]).is_empty());
     }
@@ -628,8 +651,11 @@ mod tests {
         let raw: Vec<Option<f64>> = starts
             .iter()
             .map(|&s| {
-                let mut inb: Vec<(i64, f64)> =
-                    points.iter().copied().filter(|&(t, _)| t >= s && t < s + every && w.contains(t)).collect();
+                let mut inb: Vec<(i64, f64)> = points
+                    .iter()
+                    .copied()
+                    .filter(|&(t, _)| t >= s && t < s + every && w.contains(t))
+                    .collect();
                 inb.sort_by_key(|p| p.0);
                 if agg == Agg::Count {
                     return Some(inb.len() as f64);

@@ -16,7 +16,9 @@ use crate::error::{Result, StorageError};
 use crate::ids::new_id;
 use crate::people::{decode, is_duplicate};
 use crate::secret::{constant_time_eq, new_token, token_hash};
-use crate::series::{Acc, Agg, Bucketer, DAY_MS, Duration, Fill, SeriesError, SparkDays, Window, bucket_start};
+use crate::series::{
+    Acc, Agg, Bucketer, DAY_MS, Duration, Fill, SeriesError, SparkDays, Window, bucket_start,
+};
 
 /// A site's slug: `^[a-z0-9][a-z0-9-]{0,62}$`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -90,7 +92,8 @@ impl SiteUrl {
     pub fn parse(s: &str) -> std::result::Result<SiteUrl, &'static str> {
         const BAD: &str = "url must be an absolute http or https URL with a host";
         let u = url::Url::parse(s).map_err(|_| BAD)?;
-        if !matches!(u.scheme(), "http" | "https") || u.host_str().is_none_or(str::is_empty) || s.len() > 2000 {
+        if !matches!(u.scheme(), "http" | "https") || u.host_str().is_none_or(str::is_empty) || s.len() > 2000
+        {
             return Err(BAD);
         }
         Ok(SiteUrl(u.to_string()))
@@ -205,6 +208,9 @@ pub struct FetchEntry {
     pub points_written: u32,
 }
 
+/// A site's numbers, with the time the site says it computed them, if it says.
+pub type Reading = (Option<i64>, Vec<(MetricName, f64)>);
+
 /// What one fetch found, ready to be recorded.
 #[derive(Debug, Clone)]
 pub struct FetchResult {
@@ -212,7 +218,7 @@ pub struct FetchResult {
     pub duration_ms: i64,
     pub http_status: Option<u16>,
     /// `Ok((as_of given by the site, readings))` or the reason the fetch failed.
-    pub outcome: std::result::Result<(Option<i64>, Vec<(MetricName, f64)>), String>,
+    pub outcome: std::result::Result<Reading, String>,
 }
 
 /// The most fetch-log entries kept per site; older ones are deleted as new ones come.
@@ -241,7 +247,10 @@ impl Store {
         };
         let doc = serde_json::to_value(&site).map_err(StorageError::corrupt)?;
         match self
-            .execute("CREATE type::record('site', $slug) CONTENT $doc", json!({ "slug": site.slug, "doc": doc }))
+            .execute(
+                "CREATE type::record('site', $slug) CONTENT $doc",
+                json!({ "slug": site.slug, "doc": doc }),
+            )
             .await
         {
             Ok(_) => Ok(site),
@@ -251,8 +260,9 @@ impl Store {
     }
 
     pub async fn site(&self, slug: &Slug) -> Result<Option<Site>> {
-        let rows =
-            self.query_rows("SELECT * FROM type::record('site', $slug)", json!({ "slug": slug.as_str() })).await?;
+        let rows = self
+            .query_rows("SELECT * FROM type::record('site', $slug)", json!({ "slug": slug.as_str() }))
+            .await?;
         rows.into_iter().next().map(decode_site).transpose()
     }
 
@@ -292,7 +302,11 @@ impl Store {
                 json!({ "slug": slug.as_str(), "set": set }),
             )
             .await?;
-        rows.into_iter().next().map(decode_site).transpose()?.ok_or_else(|| StorageError::NotFound(format!("site {slug}")))
+        rows.into_iter()
+            .next()
+            .map(decode_site)
+            .transpose()?
+            .ok_or_else(|| StorageError::NotFound(format!("site {slug}")))
     }
 
     /// Deletes a site with all its metrics, points, rollups and fetch log. `false` when there was
@@ -431,15 +445,19 @@ impl Store {
     /// metric's latest value becomes the newest point's when it is newer than what is stored.
     pub async fn load_points(&self, slug: &Slug, metric: &MetricName, points: &[(i64, f64)]) -> Result<()> {
         for batch in points.chunks(POINT_BATCH) {
-            let named: Vec<(String, i64, f64)> = batch.iter().map(|&(t, v)| (metric.0.clone(), t, v)).collect();
+            let named: Vec<(String, i64, f64)> =
+                batch.iter().map(|&(t, v)| (metric.0.clone(), t, v)).collect();
             let rollups = self.rollups_after(slug, &named).await?;
             let sql = "BEGIN TRANSACTION;
                 FOR $p IN $points { UPSERT type::record('point', [$s, $m, $p[0]]) CONTENT { t: $p[0], v: $p[1] }; };
                 FOR $r IN $rollups { UPSERT type::record('rollup', [$s, $r.m, $r.d]) CONTENT $r.doc; };
                 COMMIT TRANSACTION;";
             let pts: Vec<Value> = batch.iter().map(|&(t, v)| json!([t, v])).collect();
-            self.execute(sql, json!({ "s": slug.as_str(), "m": metric.as_str(), "points": pts, "rollups": rollups }))
-                .await?;
+            self.execute(
+                sql,
+                json!({ "s": slug.as_str(), "m": metric.as_str(), "points": pts, "rollups": rollups }),
+            )
+            .await?;
         }
         if let Some(&(t, v)) = points.iter().max_by_key(|p| p.0) {
             let sql = "LET $id = type::record('metric', [$s, $m]);
@@ -542,7 +560,13 @@ impl Store {
     }
 
     /// One metric's sparkline: each UTC day's last value over the `days` days ending today.
-    pub async fn spark(&self, slug: &Slug, metric: &str, now: i64, days: SparkDays) -> Result<Vec<Option<f64>>> {
+    pub async fn spark(
+        &self,
+        slug: &Slug,
+        metric: &str,
+        now: i64,
+        days: SparkDays,
+    ) -> Result<Vec<Option<f64>>> {
         if days.days() == 0 {
             return Ok(Vec::new());
         }
@@ -593,7 +617,10 @@ impl Store {
         }
         // Looked up by hash: the lookup reveals nothing about a token that is not known.
         let rows = self
-            .query_rows("SELECT created_at FROM type::record('stats_token', $hash)", json!({ "hash": token_hash(token) }))
+            .query_rows(
+                "SELECT created_at FROM type::record('stats_token', $hash)",
+                json!({ "hash": token_hash(token) }),
+            )
             .await?;
         Ok(!rows.is_empty())
     }
@@ -718,29 +745,55 @@ mod tests {
         let s = slug("site");
         store.create_site(new_site("site"), 0).await.expect("create");
         let day = 20_000 * DAY_MS;
-        let e = store.record_fetch(&s, ok_fetch(day + 10, Some(day), &[("a", 1.0), ("b", 2.0)])).await.expect("1");
+        let e = store
+            .record_fetch(&s, ok_fetch(day + 10, Some(day), &[("a", 1.0), ("b", 2.0)]))
+            .await
+            .expect("1");
         assert_eq!((e.metrics_seen, e.points_written), (2, 2));
         // Same values and as_of: confirmed, nothing written.
-        let e = store.record_fetch(&s, ok_fetch(day + 20, Some(day), &[("a", 1.0), ("b", 2.0)])).await.expect("2");
+        let e = store
+            .record_fetch(&s, ok_fetch(day + 20, Some(day), &[("a", 1.0), ("b", 2.0)]))
+            .await
+            .expect("2");
         assert_eq!((e.metrics_seen, e.points_written), (2, 0));
         // New as_of, same values: a point each.
-        let e = store.record_fetch(&s, ok_fetch(day + 30, Some(day + 25), &[("a", 1.0), ("b", 2.0)])).await.expect("3");
+        let e = store
+            .record_fetch(&s, ok_fetch(day + 30, Some(day + 25), &[("a", 1.0), ("b", 2.0)]))
+            .await
+            .expect("3");
         assert_eq!(e.points_written, 2);
         // Same as_of, a changed value: that metric's point at that time is replaced.
-        let e = store.record_fetch(&s, ok_fetch(day + 40, Some(day + 25), &[("a", 5.0), ("b", 2.0)])).await.expect("4");
+        let e = store
+            .record_fetch(&s, ok_fetch(day + 40, Some(day + 25), &[("a", 5.0), ("b", 2.0)]))
+            .await
+            .expect("4");
         assert_eq!(e.points_written, 1);
         let states = store.metric_states(&s).await.expect("states");
-        assert_eq!(states[0], MetricState { name: "a".into(), value: 5.0, as_of: day + 25, checked_at: day + 40 });
-        assert_eq!(states[1], MetricState { name: "b".into(), value: 2.0, as_of: day + 25, checked_at: day + 40 });
+        assert_eq!(
+            states[0],
+            MetricState { name: "a".into(), value: 5.0, as_of: day + 25, checked_at: day + 40 }
+        );
+        assert_eq!(
+            states[1],
+            MetricState { name: "b".into(), value: 2.0, as_of: day + 25, checked_at: day + 40 }
+        );
         // A failed fetch changes no freshness.
-        let failed = FetchResult { started_at: day + 50, duration_ms: 1, http_status: Some(500), outcome: Err("HTTP 500".into()) };
+        let failed = FetchResult {
+            started_at: day + 50,
+            duration_ms: 1,
+            http_status: Some(500),
+            outcome: Err("HTTP 500".into()),
+        };
         let e = store.record_fetch(&s, failed).await.expect("5");
         assert!(!e.ok);
         let site = store.site(&s).await.expect("site").expect("exists");
         assert_eq!((site.as_of, site.checked_at), (Some(day + 25), Some(day + 40)));
         assert_eq!(site.last_fetch.map(|l| l.ok), Some(false));
 
-        assert_eq!(store.raw_points("site", "a", day, day + DAY_MS).await.expect("a"), vec![(day, 1.0), (day + 25, 5.0)]);
+        assert_eq!(
+            store.raw_points("site", "a", day, day + DAY_MS).await.expect("a"),
+            vec![(day, 1.0), (day + 25, 5.0)]
+        );
         let w = Window::new(day, day + DAY_MS).expect("w");
         let every = Duration::parse("1d").expect("1d");
         for (agg, want) in [(Agg::Count, 2.0), (Agg::Sum, 6.0), (Agg::Last, 5.0), (Agg::Min, 1.0)] {
@@ -758,14 +811,21 @@ mod tests {
         let s = slug("bulk");
         store.create_site(new_site("bulk"), 0).await.expect("create");
         let start = 19_000 * DAY_MS;
-        let points: Vec<(i64, f64)> = (0..5 * 24 * 6).map(|i| (start + i * 600_000, (i % 13) as f64)).collect();
+        let points: Vec<(i64, f64)> =
+            (0..5 * 24 * 6).map(|i| (start + i * 600_000, (i % 13) as f64)).collect();
         store.load_points(&s, &name("m"), &points).await.expect("load");
         // A window with partial days at both edges, in 1d buckets (rollups + edges) and in 24h
         // buckets (the same buckets, but all from points).
         let w = Window::new(start + 7 * 3_600_000, start + 4 * DAY_MS + 5 * 3_600_000).expect("w");
         for agg in Agg::ALL {
-            let fast = store.series(&s, &name("m"), w, &Duration::parse("1d").expect("d"), agg, Fill::Null).await.expect("fast");
-            let slow = store.series(&s, &name("m"), w, &Duration::parse("24h").expect("h"), agg, Fill::Null).await.expect("slow");
+            let fast = store
+                .series(&s, &name("m"), w, &Duration::parse("1d").expect("d"), agg, Fill::Null)
+                .await
+                .expect("fast");
+            let slow = store
+                .series(&s, &name("m"), w, &Duration::parse("24h").expect("h"), agg, Fill::Null)
+                .await
+                .expect("slow");
             assert_eq!(fast.len(), 5);
             for (f, sl) in fast.iter().zip(&slow) {
                 assert_eq!(f.0, sl.0);
@@ -773,9 +833,16 @@ mod tests {
                 assert!((a - b).abs() < 1e-9, "{agg:?}: {a} vs {b}");
             }
         }
-        let spark = store.spark(&s, "m", start + 4 * DAY_MS + 1, SparkDays::parse("7d").expect("7d")).await.expect("spark");
-        let last_of_day = |d: i64| points.iter().filter(|p| bucket_start(p.0, DAY_MS) == start + d * DAY_MS).last().map(|p| p.1);
-        assert_eq!(spark, vec![None, None, last_of_day(0), last_of_day(1), last_of_day(2), last_of_day(3), last_of_day(4)]);
+        let spark = store
+            .spark(&s, "m", start + 4 * DAY_MS + 1, SparkDays::parse("7d").expect("7d"))
+            .await
+            .expect("spark");
+        let last_of_day =
+            |d: i64| points.iter().rfind(|p| bucket_start(p.0, DAY_MS) == start + d * DAY_MS).map(|p| p.1);
+        assert_eq!(
+            spark,
+            vec![None, None, last_of_day(0), last_of_day(1), last_of_day(2), last_of_day(3), last_of_day(4)]
+        );
 
         assert!(store.delete_site(&s).await.expect("delete"));
         assert!(!store.delete_site(&s).await.expect("delete again"));

@@ -115,7 +115,11 @@ impl Actor for FetcherActor {
         Ok(FetcherState { site: args.site, slug, deps: args.deps, failures: 0, generation: 0, timer: None })
     }
 
-    async fn post_start(&self, myself: ActorRef<Self::Msg>, state: &mut Self::State) -> Result<(), ActorProcessingErr> {
+    async fn post_start(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
         // The first fetch comes soon, spread over up to a second (a tenth of the interval when
         // that is shorter) so that many sites starting together do not fetch at the same instant.
         let spread = Duration::from_millis(u64::try_from(state.site.interval_ms / 10).unwrap_or(0).min(1000));
@@ -124,7 +128,11 @@ impl Actor for FetcherActor {
         Ok(())
     }
 
-    async fn post_stop(&self, _myself: ActorRef<Self::Msg>, state: &mut Self::State) -> Result<(), ActorProcessingErr> {
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
         if let Some(t) = state.timer.take() {
             t.abort();
         }

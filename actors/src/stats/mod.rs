@@ -95,11 +95,19 @@ impl Actor for FetcherSupervisor {
     type State = SupervisorState;
     type Arguments = FetchDeps;
 
-    async fn pre_start(&self, _myself: ActorRef<Self::Msg>, deps: FetchDeps) -> Result<Self::State, ActorProcessingErr> {
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        deps: FetchDeps,
+    ) -> Result<Self::State, ActorProcessingErr> {
         Ok(SupervisorState { deps, fetchers: HashMap::new() })
     }
 
-    async fn post_start(&self, myself: ActorRef<Self::Msg>, state: &mut Self::State) -> Result<(), ActorProcessingErr> {
+    async fn post_start(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
         for site in state.deps.store.sites().await? {
             if site.enabled {
                 state.start_fetcher(&myself, site).await;
@@ -108,7 +116,11 @@ impl Actor for FetcherSupervisor {
         Ok(())
     }
 
-    async fn post_stop(&self, _myself: ActorRef<Self::Msg>, state: &mut Self::State) -> Result<(), ActorProcessingErr> {
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
         let slugs: Vec<String> = state.fetchers.keys().cloned().collect();
         for slug in slugs {
             state.stop_fetcher(&slug).await;
@@ -195,7 +207,8 @@ impl Actor for FetcherSupervisor {
         // The default would stop this supervisor whenever a fetcher exits; fetchers exit whenever a
         // site is disabled, so only a failure matters here: start that site's fetcher again.
         if let SupervisionEvent::ActorFailed(cell, err) = event {
-            let slug = state.fetchers.iter().find(|(_, a)| a.get_id() == cell.get_id()).map(|(s, _)| s.clone());
+            let slug =
+                state.fetchers.iter().find(|(_, a)| a.get_id() == cell.get_id()).map(|(s, _)| s.clone());
             if let Some(slug) = slug {
                 tracing::error!(site = %slug, error = %err, "fetcher failed; starting it again");
                 state.fetchers.remove(&slug);

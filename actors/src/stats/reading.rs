@@ -10,8 +10,7 @@ use serde_json::Value;
 /// cannot grow the store without bound.
 pub const MAX_METRICS: usize = 1_000;
 
-/// A site's numbers, with the time the site says it computed them, if it says.
-pub type Reading = (Option<i64>, Vec<(MetricName, f64)>);
+pub use agora_storage::stats::Reading;
 
 /// Parses an answer body; the error is the fetch log's `error` text.
 pub fn parse_reading(body: &[u8]) -> Result<Reading, String> {
@@ -79,7 +78,8 @@ mod tests {
 
     #[test]
     fn at_most_max_metrics() {
-        let body: serde_json::Map<String, Value> = (0..MAX_METRICS + 5).map(|i| (format!("m{i:05}"), Value::from(i))).collect();
+        let body: serde_json::Map<String, Value> =
+            (0..MAX_METRICS + 5).map(|i| (format!("m{i:05}"), Value::from(i))).collect();
         let r = parse_reading(&serde_json::to_vec(&body).expect("json")).expect("ok");
         assert_eq!(r.1.len(), MAX_METRICS);
     }

@@ -14,12 +14,12 @@ use agora_actors::stats::{Fetchers, StatsError};
 use agora_storage::stats::{FetchEntry, MetricName, Site};
 use agora_storage::time::{Clock, rfc3339};
 use agora_storage::{StorageError, Store};
+use axum::Json;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, OriginalUri, Path, RawQuery, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, patch, post};
-use axum::Json;
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 use serde_json::{Value, json};
 
@@ -87,7 +87,9 @@ impl From<StatsError> for Failure {
             StatsError::NotFound(_) => (StatusCode::NOT_FOUND, "site_not_found", "No such site"),
             StatsError::Conflict(_) => (StatusCode::CONFLICT, "site_exists", "The site exists already"),
             StatsError::Disabled(_) => (StatusCode::CONFLICT, "site_disabled", "The site is disabled"),
-            StatsError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable", "Service unavailable"),
+            StatsError::Unavailable(_) => {
+                (StatusCode::SERVICE_UNAVAILABLE, "unavailable", "Service unavailable")
+            }
             StatsError::Storage(_) => return Failure::from(StorageError::Corrupt(e.to_string())),
         };
         Failure(BadRequest { status, code, title, detail: e.to_string() })
@@ -110,7 +112,15 @@ fn answer(state: &StatsState, uri: &http::Uri, result: Result<Response, Failure>
     match result {
         Ok(r) => r,
         Err(Failure(b)) => {
-            let mut p = Problem::new(&state.base_url, b.status, b.code, b.title, b.detail, resolution(b.code), uri.path());
+            let mut p = Problem::new(
+                &state.base_url,
+                b.status,
+                b.code,
+                b.title,
+                b.detail,
+                resolution(b.code),
+                uri.path(),
+            );
             if b.status == StatusCode::UNAUTHORIZED {
                 p = p.with_header(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
             }
@@ -227,7 +237,11 @@ async fn get_openapi(State(state): State<StatsState>) -> Json<Value> {
 
 /// # `GET /v1/sites`
 /// Every site, enabled or not, by slug: `{sites: [site]}`.
-async fn list_sites(State(state): State<StatsState>, OriginalUri(uri): OriginalUri, RawQuery(raw): RawQuery) -> Response {
+async fn list_sites(
+    State(state): State<StatsState>,
+    OriginalUri(uri): OriginalUri,
+    RawQuery(raw): RawQuery,
+) -> Response {
     let result: Result<Response, Failure> = async {
         Query::parse(raw.as_deref(), &[])?;
         let sites = state.store.sites().await?;
@@ -239,7 +253,12 @@ async fn list_sites(State(state): State<StatsState>, OriginalUri(uri): OriginalU
 
 /// # `POST /v1/sites`
 /// Admin: creates a site and, when enabled, starts fetching it. `201` with the site.
-async fn create_site(State(state): State<StatsState>, OriginalUri(uri): OriginalUri, headers: HeaderMap, body: Bytes) -> Response {
+async fn create_site(
+    State(state): State<StatsState>,
+    OriginalUri(uri): OriginalUri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let result: Result<Response, Failure> = async {
         require_admin(&state, &headers).await?;
         let new = params::new_site(&body)?;
@@ -327,7 +346,11 @@ async fn fetch_site(
 
 /// # `GET /v1/snapshot`
 /// Every enabled site with each metric's latest value, freshness and daily sparkline.
-async fn get_snapshot(State(state): State<StatsState>, OriginalUri(uri): OriginalUri, RawQuery(raw): RawQuery) -> Response {
+async fn get_snapshot(
+    State(state): State<StatsState>,
+    OriginalUri(uri): OriginalUri,
+    RawQuery(raw): RawQuery,
+) -> Response {
     let result: Result<Response, Failure> = async {
         let q = Query::parse(raw.as_deref(), &["spark"])?;
         let days = params::spark(&q)?;
@@ -359,9 +382,14 @@ async fn get_snapshot(State(state): State<StatsState>, OriginalUri(uri): Origina
 /// # `GET /v1/series`
 /// One site's metrics in epoch-aligned buckets:
 /// `{site, from, to, every, agg, fill, series: [{metric, points: [{t, v}]}]}`.
-async fn get_series(State(state): State<StatsState>, OriginalUri(uri): OriginalUri, RawQuery(raw): RawQuery) -> Response {
+async fn get_series(
+    State(state): State<StatsState>,
+    OriginalUri(uri): OriginalUri,
+    RawQuery(raw): RawQuery,
+) -> Response {
     let result: Result<Response, Failure> = async {
-        let q = Query::parse(raw.as_deref(), &["site", "metrics", "last", "from", "to", "every", "agg", "fill"])?;
+        let q =
+            Query::parse(raw.as_deref(), &["site", "metrics", "last", "from", "to", "every", "agg", "fill"])?;
         let req = params::series(&q, state.clock.now_ms())?;
         // The bucket count is checked before anything is read.
         agora_storage::series::Bucketer::new(req.window, &req.every).map_err(BadRequest::from)?;
@@ -382,7 +410,12 @@ async fn get_series(State(state): State<StatsState>, OriginalUri(uri): OriginalU
                     let names: Vec<&str> = known.iter().map(MetricName::as_str).collect();
                     return Err(BadRequest::param(
                         "unknown_metric",
-                        format!("the site {} has no metric {:?}; it has: {}", req.site, unknown.as_str(), names.join(", ")),
+                        format!(
+                            "the site {} has no metric {:?}; it has: {}",
+                            req.site,
+                            unknown.as_str(),
+                            names.join(", ")
+                        ),
                     )
                     .into());
                 }
@@ -399,7 +432,8 @@ async fn get_series(State(state): State<StatsState>, OriginalUri(uri): OriginalU
                     agora_storage::stats::SeriesQueryError::Series(e) => Failure::from(BadRequest::from(e)),
                     agora_storage::stats::SeriesQueryError::Storage(e) => Failure::from(e),
                 })?;
-            let points: Vec<Value> = points.into_iter().map(|(t, v)| json!({ "t": rfc3339(t), "v": v })).collect();
+            let points: Vec<Value> =
+                points.into_iter().map(|(t, v)| json!({ "t": rfc3339(t), "v": v })).collect();
             series.push(json!({ "metric": m.as_str(), "points": points }));
         }
         Ok(Json(json!({
@@ -420,7 +454,11 @@ async fn get_series(State(state): State<StatsState>, OriginalUri(uri): OriginalU
 /// # `GET /v1/fetches`
 /// The fetch log, newest first: `{fetches: [entry]}`; `site` narrows it to one site, `last` is a
 /// count (default 50, at most 1000).
-async fn list_fetches(State(state): State<StatsState>, OriginalUri(uri): OriginalUri, RawQuery(raw): RawQuery) -> Response {
+async fn list_fetches(
+    State(state): State<StatsState>,
+    OriginalUri(uri): OriginalUri,
+    RawQuery(raw): RawQuery,
+) -> Response {
     let result: Result<Response, Failure> = async {
         let q = Query::parse(raw.as_deref(), &["site", "last"])?;
         let last = params::fetch_count(&q)?;

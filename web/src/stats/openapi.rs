@@ -121,18 +121,66 @@ fn schemas() -> Value {
 
 fn paths() -> Value {
     let admin = json!([{ "bearerAuth": [] }]);
-    let slug = param("slug", "path", true, "the site's slug", json!({ "type": "string", "pattern": "^[a-z0-9][a-z0-9-]{0,62}$" }));
+    let slug = param(
+        "slug",
+        "path",
+        true,
+        "the site's slug",
+        json!({ "type": "string", "pattern": "^[a-z0-9][a-z0-9-]{0,62}$" }),
+    );
     let site_body = json!({ "required": true, "content": { "application/json": { "schema": { "$ref": "#/components/schemas/SiteInput" } } } });
     let description = json!({ "summary": "The description document", "operationId": "getDescription", "responses": { "200": ok("name, endpoints, freshness", "Description") } });
     let series_params = json!([
         param("site", "query", true, "the site's slug", json!({ "type": "string" })),
-        param("metrics", "query", false, "comma-separated metric names; default: every metric of the site", json!({ "type": "string" })),
-        param("last", "query", false, "the window ending now (default 30d); not with from/to", json!({ "type": "string", "pattern": DURATION })),
-        param("from", "query", false, "window start, inclusive (RFC 3339); with to", json!({ "type": "string", "format": "date-time" })),
-        param("to", "query", false, "window end, exclusive (RFC 3339); with from", json!({ "type": "string", "format": "date-time" })),
-        param("every", "query", false, "bucket size, aligned to the Unix epoch; default: the smallest of 1m, 5m, 15m, 1h, 6h, 1d, 1w giving at most 500 buckets; at most 11000 buckets", json!({ "type": "string", "pattern": DURATION })),
-        param("agg", "query", false, "how a bucket's points combine", json!({ "type": "string", "enum": ["avg", "sum", "min", "max", "first", "last", "count"], "default": "avg" })),
-        param("fill", "query", false, "what empty buckets show (never applied to count, whose empty buckets are 0)", json!({ "type": "string", "enum": ["null", "none", "zero", "previous", "linear"], "default": "null" })),
+        param(
+            "metrics",
+            "query",
+            false,
+            "comma-separated metric names; default: every metric of the site",
+            json!({ "type": "string" })
+        ),
+        param(
+            "last",
+            "query",
+            false,
+            "the window ending now (default 30d); not with from/to",
+            json!({ "type": "string", "pattern": DURATION })
+        ),
+        param(
+            "from",
+            "query",
+            false,
+            "window start, inclusive (RFC 3339); with to",
+            json!({ "type": "string", "format": "date-time" })
+        ),
+        param(
+            "to",
+            "query",
+            false,
+            "window end, exclusive (RFC 3339); with from",
+            json!({ "type": "string", "format": "date-time" })
+        ),
+        param(
+            "every",
+            "query",
+            false,
+            "bucket size, aligned to the Unix epoch; default: the smallest of 1m, 5m, 15m, 1h, 6h, 1d, 1w giving at most 500 buckets; at most 11000 buckets",
+            json!({ "type": "string", "pattern": DURATION })
+        ),
+        param(
+            "agg",
+            "query",
+            false,
+            "how a bucket's points combine",
+            json!({ "type": "string", "enum": ["avg", "sum", "min", "max", "first", "last", "count"], "default": "avg" })
+        ),
+        param(
+            "fill",
+            "query",
+            false,
+            "what empty buckets show (never applied to count, whose empty buckets are 0)",
+            json!({ "type": "string", "enum": ["null", "none", "zero", "previous", "linear"], "default": "null" })
+        ),
     ]);
     json!({
         "/": { "get": description.clone() },
@@ -205,7 +253,9 @@ mod tests {
                 assert!(op["operationId"].is_string(), "{method} {path}");
             }
         }
-        for want in ["GET /v1/series", "DELETE /v1/sites/{slug}", "POST /v1/sites/{slug}/fetch", "GET /v1/snapshot"] {
+        for want in
+            ["GET /v1/series", "DELETE /v1/sites/{slug}", "POST /v1/sites/{slug}/fetch", "GET /v1/snapshot"]
+        {
             assert!(ops.iter().any(|o| o == want), "{want} in {ops:?}");
         }
         let text = doc.to_string();

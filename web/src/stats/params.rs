@@ -22,7 +22,12 @@ pub struct BadRequest {
 
 impl BadRequest {
     pub fn param(code: &'static str, detail: impl Into<String>) -> BadRequest {
-        BadRequest { status: StatusCode::BAD_REQUEST, code, title: "Bad request parameter", detail: detail.into() }
+        BadRequest {
+            status: StatusCode::BAD_REQUEST,
+            code,
+            title: "Bad request parameter",
+            detail: detail.into(),
+        }
     }
 
     pub fn body(code: &'static str, detail: impl Into<String>) -> BadRequest {
@@ -65,7 +70,10 @@ impl Query {
                 ));
             }
             if map.insert(k.to_string(), v.to_string()).is_some() {
-                return Err(BadRequest::param("repeated_parameter", format!("the parameter {k:?} is given twice")));
+                return Err(BadRequest::param(
+                    "repeated_parameter",
+                    format!("the parameter {k:?} is given twice"),
+                ));
             }
         }
         Ok(Query(map))
@@ -126,12 +134,18 @@ pub fn series(q: &Query, now: i64) -> Result<SeriesRequest, BadRequest> {
             ));
         }
         (None, Some(_), None) | (None, None, Some(_)) => {
-            return Err(BadRequest::param("incomplete_window", "`from` and `to` go together: give both, or `last`"));
+            return Err(BadRequest::param(
+                "incomplete_window",
+                "`from` and `to` go together: give both, or `last`",
+            ));
         }
         (None, Some(from), Some(to)) => {
             let time = |name: &str, s: &str| {
                 parse_rfc3339(s).ok_or_else(|| {
-                    BadRequest::param("bad_time", format!("`{name}` {s:?} is not an RFC 3339 time such as 2024-05-01T00:00:00Z"))
+                    BadRequest::param(
+                        "bad_time",
+                        format!("`{name}` {s:?} is not an RFC 3339 time such as 2024-05-01T00:00:00Z"),
+                    )
                 })
             };
             let (f, t) = (time("from", from)?, time("to", to)?);
@@ -159,7 +173,10 @@ pub fn fetch_count(q: &Query) -> Result<usize, BadRequest> {
     let Some(s) = q.get("last") else { return Ok(50) };
     match s.parse::<usize>() {
         Ok(n) if (1..=1000).contains(&n) => Ok(n),
-        _ => Err(BadRequest::param("bad_count", format!("`last` {s:?} must be a count of entries from 1 to 1000"))),
+        _ => Err(BadRequest::param(
+            "bad_count",
+            format!("`last` {s:?} must be a count of entries from 1 to 1000"),
+        )),
     }
 }
 
@@ -181,7 +198,10 @@ const SITE_FIELDS: [&str; 7] = ["slug", "name", "url", "enabled", "interval", "t
 
 fn refuse_unknown(o: &Map<String, Value>, allowed: &[&str]) -> Result<(), BadRequest> {
     match o.keys().find(|k| !allowed.contains(&k.as_str())) {
-        Some(k) => Err(BadRequest::body("unknown_field", format!("unknown field {k:?}; the fields are: {}", allowed.join(", ")))),
+        Some(k) => Err(BadRequest::body(
+            "unknown_field",
+            format!("unknown field {k:?}; the fields are: {}", allowed.join(", ")),
+        )),
         None => Ok(()),
     }
 }
@@ -203,7 +223,11 @@ fn metrics_field(v: &Value) -> Result<Option<Vec<MetricName>>, BadRequest> {
         Value::Null => Ok(None),
         Value::Array(items) if items.len() <= 1000 => items
             .iter()
-            .map(|i| i.as_str().and_then(|s| MetricName::parse(s).ok()).ok_or_else(|| invalid("metrics", format!("{i} is not a metric name"))))
+            .map(|i| {
+                i.as_str()
+                    .and_then(|s| MetricName::parse(s).ok())
+                    .ok_or_else(|| invalid("metrics", format!("{i} is not a metric name")))
+            })
             .collect::<Result<Vec<_>, _>>()
             .map(|m| Some(agora_storage::stats::metric_set(m))),
         _ => Err(invalid("metrics", "must be null (every metric) or a list of up to 1000 metric names")),
@@ -225,8 +249,10 @@ pub fn new_site(body: &[u8]) -> Result<NewSite, BadRequest> {
         Some(Value::Bool(b)) => *b,
         Some(_) => return Err(invalid("enabled", "must be true or false")),
     };
-    let interval = parse_interval(string(&o, "interval")?.unwrap_or("15m")).map_err(|e| invalid("interval", e))?;
-    let timeout = parse_timeout(string(&o, "timeout")?.unwrap_or("10s")).map_err(|e| invalid("timeout", e))?;
+    let interval =
+        parse_interval(string(&o, "interval")?.unwrap_or("15m")).map_err(|e| invalid("interval", e))?;
+    let timeout =
+        parse_timeout(string(&o, "timeout")?.unwrap_or("10s")).map_err(|e| invalid("timeout", e))?;
     let metrics = o.get("metrics").map_or(Ok(None), metrics_field)?;
     Ok(NewSite { slug, name, url, enabled, interval, timeout, metrics })
 }
@@ -235,7 +261,10 @@ pub fn new_site(body: &[u8]) -> Result<NewSite, BadRequest> {
 pub fn site_patch(body: &[u8]) -> Result<SitePatch, BadRequest> {
     let o = object(body)?;
     if o.contains_key("slug") {
-        return Err(BadRequest::body("immutable_field", "`slug` cannot be changed; create a new site instead"));
+        return Err(BadRequest::body(
+            "immutable_field",
+            "`slug` cannot be changed; create a new site instead",
+        ));
     }
     refuse_unknown(&o, &SITE_FIELDS[1..])?;
     Ok(SitePatch {
@@ -246,8 +275,12 @@ pub fn site_patch(body: &[u8]) -> Result<SitePatch, BadRequest> {
             Some(Value::Bool(b)) => Some(*b),
             Some(_) => return Err(invalid("enabled", "must be true or false")),
         },
-        interval: string(&o, "interval")?.map(|s| parse_interval(s).map_err(|e| invalid("interval", e))).transpose()?,
-        timeout: string(&o, "timeout")?.map(|s| parse_timeout(s).map_err(|e| invalid("timeout", e))).transpose()?,
+        interval: string(&o, "interval")?
+            .map(|s| parse_interval(s).map_err(|e| invalid("interval", e)))
+            .transpose()?,
+        timeout: string(&o, "timeout")?
+            .map(|s| parse_timeout(s).map_err(|e| invalid("timeout", e)))
+            .transpose()?,
         metrics: o.get("metrics").map(metrics_field).transpose()?,
     })
 }
@@ -257,7 +290,8 @@ mod tests {
     use super::*;
 
     fn q(s: &str) -> Query {
-        Query::parse(Some(s), &["site", "metrics", "last", "from", "to", "every", "agg", "fill"]).expect("query")
+        Query::parse(Some(s), &["site", "metrics", "last", "from", "to", "every", "agg", "fill"])
+            .expect("query")
     }
 
     const NOW: i64 = 1_714_564_800_000; // 2024-05-01T12:00:00Z
@@ -276,7 +310,10 @@ mod tests {
         assert_eq!(code("metrics=a"), "missing_parameter");
         assert_eq!(code("site=A"), "bad_slug");
         assert_eq!(code("site=a&last=3x"), "bad_duration");
-        assert_eq!(code("site=a&last=1d&from=2024-01-01T00:00:00Z&to=2024-01-02T00:00:00Z"), "conflicting_window");
+        assert_eq!(
+            code("site=a&last=1d&from=2024-01-01T00:00:00Z&to=2024-01-02T00:00:00Z"),
+            "conflicting_window"
+        );
         assert_eq!(code("site=a&from=2024-01-01T00:00:00Z"), "incomplete_window");
         assert_eq!(code("site=a&from=2024-01-02T00:00:00Z&to=2024-01-01T00:00:00Z"), "bad_window");
         assert_eq!(code("site=a&from=yesterday&to=2024-01-01T00:00:00Z"), "bad_time");
@@ -293,13 +330,22 @@ mod tests {
     #[test]
     fn bodies() {
         let s = new_site(br#"{"slug":"a","name":"A","url":"https://a.example/stats"}"#).expect("ok");
-        assert_eq!((s.interval.to_string(), s.timeout.to_string(), s.enabled, s.metrics), ("15m".into(), "10s".into(), true, None));
+        assert_eq!(
+            (s.interval.to_string(), s.timeout.to_string(), s.enabled, s.metrics),
+            ("15m".into(), "10s".into(), true, None)
+        );
         let code = |b: &str| new_site(b.as_bytes()).expect_err(b).code;
         assert_eq!(code(r#"{"slug":"a","name":"A"}"#), "missing_field");
         assert_eq!(code(r#"{"slug":"a","name":"A","url":"https://a.example","colour":1}"#), "unknown_field");
         assert_eq!(code(r#"{"slug":"a","name":"A","url":"ftp://a.example"}"#), "invalid_field");
-        assert_eq!(code(r#"{"slug":"a","name":"A","url":"https://a.example","interval":"0s"}"#), "invalid_field");
-        assert_eq!(code(r#"{"slug":"a","name":"A","url":"https://a.example","metrics":"x"}"#), "invalid_field");
+        assert_eq!(
+            code(r#"{"slug":"a","name":"A","url":"https://a.example","interval":"0s"}"#),
+            "invalid_field"
+        );
+        assert_eq!(
+            code(r#"{"slug":"a","name":"A","url":"https://a.example","metrics":"x"}"#),
+            "invalid_field"
+        );
         assert_eq!(code("[1]"), "bad_body");
         assert_eq!(code("{"), "bad_json");
         let p = site_patch(br#"{"enabled":false,"metrics":null}"#).expect("patch");
