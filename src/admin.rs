@@ -32,6 +32,7 @@ const MAX_REQUEST: usize = 64 * 1024;
 pub enum AdminRequest {
     Bootstrap { name: String, handle: String, email: String },
     Session { handle: String },
+    StatsToken,
 }
 
 /// Why an admin command failed: a message for the operator.
@@ -81,6 +82,10 @@ pub async fn execute(store: &Store, request: AdminRequest) -> Result<Value, Admi
                 .ok_or_else(|| AdminError::Invalid(format!("no person has the handle @{handle}")))?;
             let (_, session_token) = store.issue_session(&person.id).await?;
             Ok(json!({ "session_token": session_token }))
+        }
+        AdminRequest::StatsToken => {
+            let token = store.create_stats_token(agora_storage::time::now_ms()).await?;
+            Ok(json!({ "token": token }))
         }
     }
 }
@@ -187,6 +192,7 @@ pub async fn run(cli: &Cli, command: &AdminCommand) -> ExitCode {
             *json,
         ),
         AdminCommand::Session { handle, json } => (AdminRequest::Session { handle: handle.clone() }, *json),
+        AdminCommand::StatsToken { json } => (AdminRequest::StatsToken, *json),
     };
     let db = cli.db.to_settings();
     let outcome = match run_request(&db, cli.admin_socket.clone(), &request).await {
@@ -248,6 +254,10 @@ fn print_human(request: &AdminRequest, result: &Value) {
         AdminRequest::Session { handle } => {
             println!("New browser session for @{handle} (shown once):");
             println!("  {}", s("session_token"));
+        }
+        AdminRequest::StatsToken => {
+            println!("New statistics admin token (shown once; send it as Authorization: Bearer <token>):");
+            println!("  {}", s("token"));
         }
     }
 }

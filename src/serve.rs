@@ -70,10 +70,16 @@ pub async fn start(
     };
     let stats = if wants(Service::Stats) {
         let (listener, up) = bind(Service::Stats, args.stats_addr, args.stats_base_url.as_deref()).await?;
+        let fetchers =
+            agora_actors::stats::Fetchers::start(actors.root_cell(), store.clone(), args.clock.clone())
+                .await
+                .context("starting the statistics fetchers")?;
         let state = stats::StatsState {
             store: store.clone(),
             base_url: up.base_url.clone(),
             admin_token: args.stats_admin_token.clone(),
+            fetchers,
+            clock: args.clock.clone(),
         };
         serve(&mut tasks, &shutdown, listener, stats::router(state));
         Some(up)

@@ -211,6 +211,12 @@ pub enum AdminCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Print a new statistics admin token, once; only its hash is kept.
+    StatsToken {
+        /// Print one JSON object: `{"token"}`.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print a new browser session token for a person.
     Session {
         /// The person's handle.

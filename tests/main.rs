@@ -4,4 +4,5 @@
 
 mod chat;
 mod foundation;
+mod stats;
 mod support;

@@ -6,10 +6,13 @@
 //!   its orderly stop at shutdown.
 //! - [`chat`]: the event log (the single writer of events), one `ChannelActor` per channel, the
 //!   chat rules, and [`chat::Chat`], the handle for every chat write.
+//! - [`stats`]: the statistics fetchers: one `FetcherActor` per enabled site under the
+//!   `FetcherSupervisor`.
 //!
 //! Actors depend on `agora-storage` for persistence and know nothing of HTTP.
 
 pub mod chat;
+pub mod stats;
 pub mod system;
 
 pub use system::ActorSystem;

@@ -78,6 +78,11 @@ impl ActorSystem {
         self.chat.clone()
     }
 
+    /// The root supervisor's cell, for starting a service's actors linked under it.
+    pub fn root_cell(&self) -> ractor::ActorCell {
+        self.root.get_cell()
+    }
+
     /// Stops every actor, children first, then lets the event log commit what is queued.
     /// Call it after the listeners have stopped, so nothing new arrives.
     pub async fn stop(self) {

@@ -61,6 +61,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "channels, messages, mentions and events",
         sql: include_str!("migrations/0002_chat.surql"),
     },
+    Migration {
+        version: 3,
+        name: "statistics: sites, metrics, points, rollups, fetch log",
+        sql: include_str!("migrations/0003_stats.surql"),
+    },
 ];
 
 /// The open store. Cheap to clone: every clone shares one connection and one directory lock.

@@ -11,6 +11,8 @@
 //! - [`people`]: people, bots and credentials.
 //! - [`chat`]: channels, members, messages, mentions and the event log; [`chat::Change`] is what
 //!   the event log commits, each change with its event.
+//! - [`series`]: the series rules (durations, windows, buckets, `agg`, `fill`, sparklines), pure.
+//! - [`stats`]: tracked sites, metrics, points and their daily rollups, the fetch log.
 //!
 //! This crate knows nothing of HTTP or actors.
 
@@ -20,6 +22,8 @@ pub mod error;
 pub mod ids;
 pub mod people;
 pub mod secret;
+pub mod series;
+pub mod stats;
 pub mod time;
 
 pub use db::{DbSettings, Store};
