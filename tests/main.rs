@@ -4,3 +4,4 @@
 
 mod foundation;
 mod support;
+mod pages;
