@@ -3,5 +3,5 @@
 //! links all of SurrealDB.
 
 mod foundation;
-mod support;
 mod pages;
+mod support;

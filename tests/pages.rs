@@ -11,7 +11,8 @@ use serde_json::Value;
 use crate::support::{ServiceClient, spawn_app, spawn_app_with, test_args};
 
 /// The marketing pages of the spec's table (Pulse issues are found through the archive).
-const PAGES: &[&str] = &["/", "/for-clients", "/for-members", "/about", "/contact", "/privacy", "/developers", "/pulse"];
+const PAGES: &[&str] =
+    &["/", "/for-clients", "/for-members", "/about", "/contact", "/privacy", "/developers", "/pulse"];
 
 const MARKDOWN: &str = "text/markdown; charset=utf-8";
 const HTML: &str = "text/html; charset=utf-8";
@@ -96,8 +97,13 @@ async fn every_page_answers_html_and_markdown_from_the_same_source() {
         assert_security_headers(&md, path);
         assert_ne!(header(&md, "etag"), html_etag, "{path}: each format has its own ETag");
         let md_body = md.text().await.expect("markdown body");
-        let heading = md_body.lines().next().and_then(|l| l.strip_prefix("# ")).expect("markdown opens with an h1");
-        assert_eq!(h1_text(&html_body), heading.replace('&', "&amp;"), "{path}: the formats share their heading");
+        let heading =
+            md_body.lines().next().and_then(|l| l.strip_prefix("# ")).expect("markdown opens with an h1");
+        assert_eq!(
+            h1_text(&html_body),
+            heading.replace('&', "&amp;"),
+            "{path}: the formats share their heading"
+        );
         assert!(!md_body.contains("<html") && !md_body.contains("<svg"), "{path}: Markdown is not HTML");
         // Every paragraph's opening words appear in the HTML too: one source, two renderings.
         for paragraph in md_body.split("\n\n").filter(|p| p.starts_with(|c: char| c.is_ascii_uppercase())) {
@@ -197,7 +203,14 @@ async fn conditional_get_answers_304_for_the_same_representation_only() {
         let cache = header(&first, "cache-control");
         assert!(cache.starts_with("public, max-age="), "{path}: {cache}");
 
-        let again = app.pages.get(path).header(ACCEPT, accept).header(IF_NONE_MATCH, &etag).send().await.expect("again");
+        let again = app
+            .pages
+            .get(path)
+            .header(ACCEPT, accept)
+            .header(IF_NONE_MATCH, &etag)
+            .send()
+            .await
+            .expect("again");
         assert_eq!(again.status(), 304, "{path}");
         assert_eq!(header(&again, "etag"), etag, "{path}");
         assert_eq!(header(&again, "cache-control"), cache, "{path}");
@@ -205,16 +218,31 @@ async fn conditional_get_answers_304_for_the_same_representation_only() {
         assert!(again.bytes().await.expect("body").is_empty(), "{path}: a 304 has no body");
 
         let listed = format!("\"nope\", W/{etag}");
-        let weak = app.pages.get(path).header(ACCEPT, accept).header(IF_NONE_MATCH, listed).send().await.expect("weak");
+        let weak = app
+            .pages
+            .get(path)
+            .header(ACCEPT, accept)
+            .header(IF_NONE_MATCH, listed)
+            .send()
+            .await
+            .expect("weak");
         assert_eq!(weak.status(), 304, "{path}: If-None-Match compares weakly and takes a list");
 
-        let other = app.pages.get(path).header(ACCEPT, accept).header(IF_NONE_MATCH, "\"stale\"").send().await.expect("stale");
+        let other = app
+            .pages
+            .get(path)
+            .header(ACCEPT, accept)
+            .header(IF_NONE_MATCH, "\"stale\"")
+            .send()
+            .await
+            .expect("stale");
         assert_eq!(other.status(), 200, "{path}");
         assert_eq!(header(&other, "etag"), etag, "{path}: the ETag is stable between requests");
     }
     // The HTML's ETag does not validate the Markdown: they are different representations.
     let html = app.pages.get("/about").send().await.expect("html");
-    let md = app.pages.get("/about").header(ACCEPT, "text/markdown").header(IF_NONE_MATCH, header(&html, "etag"));
+    let md =
+        app.pages.get("/about").header(ACCEPT, "text/markdown").header(IF_NONE_MATCH, header(&html, "etag"));
     let md = md.send().await.expect("markdown");
     assert_eq!(md.status(), 200);
     assert_eq!(header(&md, "content-type"), MARKDOWN);
@@ -269,7 +297,10 @@ async fn llms_txt_follows_the_llmstxt_structure() {
 /// A sitemap's `<url>` entries as (loc, lastmod), checked to hold exactly one of each.
 fn sitemap_entries(xml: &str) -> Vec<(String, String)> {
     assert!(xml.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"), "XML declaration first");
-    assert!(xml.contains("<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">"), "sitemaps.org 0.9 namespace");
+    assert!(
+        xml.contains("<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">"),
+        "sitemaps.org 0.9 namespace"
+    );
     assert!(xml.trim_end().ends_with("</urlset>"));
     let inner = |block: &str, tag: &str| -> String {
         let open = format!("<{tag}>");
@@ -323,9 +354,13 @@ async fn the_sitemap_lists_every_public_page_with_absolute_urls_and_lastmod() {
     for machine in ["/llms.txt", "/sitemap.xml", "/openapi.json"] {
         assert!(!seen.contains(&format!("{base}{machine}")), "{machine} is not a marketing page");
     }
-    let lastmod = |path: &str| entries.iter().find(|(l, _)| *l == format!("{base}{path}")).map(|(_, m)| m.clone());
+    let lastmod =
+        |path: &str| entries.iter().find(|(l, _)| *l == format!("{base}{path}")).map(|(_, m)| m.clone());
     let newest_issue = issues.iter().filter_map(|i| lastmod(i)).max().expect("issue dates");
-    assert!(lastmod("/pulse").expect("archive") >= newest_issue, "the archive changes when an issue is published");
+    assert!(
+        lastmod("/pulse").expect("archive") >= newest_issue,
+        "the archive changes when an issue is published"
+    );
 
     // The canonical links of the pages use the same base.
     let home = pages.get("/").send().await.expect("home").text().await.expect("body");
@@ -354,7 +389,8 @@ async fn openapi_describes_exactly_the_twelve_operations_and_the_site_keeps_to_i
     assert_eq!(doc["info"]["version"], "1.0.0");
     assert!(doc["info"]["title"].as_str().is_some_and(|t| !t.is_empty()));
     assert_eq!(doc["servers"][0]["url"], app.pages.base.as_str());
-    let allowed_top: BTreeSet<&str> = ["openapi", "info", "servers", "paths", "components", "security", "tags", "externalDocs"].into();
+    let allowed_top: BTreeSet<&str> =
+        ["openapi", "info", "servers", "paths", "components", "security", "tags", "externalDocs"].into();
     for key in doc.as_object().expect("object").keys() {
         assert!(allowed_top.contains(key.as_str()), "OpenAPI 3.0 has no top-level {key}");
     }
@@ -369,7 +405,10 @@ async fn openapi_describes_exactly_the_twelve_operations_and_the_site_keeps_to_i
         ids.push(op["operationId"].as_str().expect("operationId").to_owned());
 
         // Path templates and path parameters agree, and parameters are well formed.
-        let params: Vec<&Value> = op["parameters"].as_array().map(|a| a.iter().map(|p| resolve(&doc, p)).collect()).unwrap_or_default();
+        let params: Vec<&Value> = op["parameters"]
+            .as_array()
+            .map(|a| a.iter().map(|p| resolve(&doc, p)).collect())
+            .unwrap_or_default();
         for p in &params {
             assert!(p["name"].is_string() && p["schema"].is_object(), "{path}: parameter {p}");
             let place = p["in"].as_str().expect("in");
@@ -385,7 +424,10 @@ async fn openapi_describes_exactly_the_twelve_operations_and_the_site_keeps_to_i
         // Every response has a description, and the live answer matches one of them.
         let responses = op["responses"].as_object().expect("responses");
         for (status, r) in responses {
-            assert!(resolve(&doc, r)["description"].as_str().is_some_and(|d| !d.is_empty()), "{path} {status}");
+            assert!(
+                resolve(&doc, r)["description"].as_str().is_some_and(|d| !d.is_empty()),
+                "{path} {status}"
+            );
         }
         let live_path = match params.iter().find(|p| p["in"] == "path") {
             Some(p) => path.replace("{month}", p["schema"]["example"].as_str().expect("example month")),
@@ -394,7 +436,10 @@ async fn openapi_describes_exactly_the_twelve_operations_and_the_site_keeps_to_i
         for accept in ["text/html", "text/markdown"] {
             let live = app.pages.get(&live_path).header(ACCEPT, accept).send().await.expect("live");
             let status = live.status().as_u16().to_string();
-            let documented = resolve(&doc, responses.get(&status).unwrap_or_else(|| panic!("{path}: {status} documented")));
+            let documented = resolve(
+                &doc,
+                responses.get(&status).unwrap_or_else(|| panic!("{path}: {status} documented")),
+            );
             let media = header(&live, "content-type");
             let media = media.split(';').next().expect("media type");
             assert!(documented["content"].get(media).is_some(), "{path}: {media} documented for {status}");
@@ -402,8 +447,18 @@ async fn openapi_describes_exactly_the_twelve_operations_and_the_site_keeps_to_i
     }
     ids.sort();
     let mut expected = vec![
-        "getHome", "getClients", "getForMembers", "getAbout", "getContact", "getPrivacy", "getDevelopers", "getPulse",
-        "getPulseIssue", "getLlmsTxt", "getSitemap", "getOpenapiJson",
+        "getHome",
+        "getClients",
+        "getForMembers",
+        "getAbout",
+        "getContact",
+        "getPrivacy",
+        "getDevelopers",
+        "getPulse",
+        "getPulseIssue",
+        "getLlmsTxt",
+        "getSitemap",
+        "getOpenapiJson",
     ];
     expected.sort();
     assert_eq!(ids, expected, "exactly the twelve operationIds of the spec");
@@ -445,23 +500,41 @@ async fn the_pulse_archive_lists_issues_newest_first_and_each_issue_adds_up() {
         let counts: Vec<u32> = domain_rows.iter().map(|r| r[1].parse().expect("a count")).collect();
         let total: u32 = total_row[1].parse().expect("total");
         assert_eq!(counts.iter().sum::<u32>(), total, "{issue}: the rows add up to the total");
-        assert!(md.contains(&format!("{total} publicly announced deals")), "{issue}: the summary states the total");
+        assert!(
+            md.contains(&format!("{total} publicly announced deals")),
+            "{issue}: the summary states the total"
+        );
 
         // The HTML has the same table and a bar chart drawn from the same counts.
         let html = app.pages.get(issue).send().await.expect("issue html").text().await.expect("body");
         assert!(html.contains("<table>"), "{issue}");
-        let svg_start = html.find("<svg viewBox").expect("an inline SVG chart");
+        let svg_start = html.find("<svg width").expect("an inline SVG chart");
         let svg = &html[svg_start..html[svg_start..].find("</svg>").expect("svg closes") + svg_start];
-        assert!(svg.contains("role=\"img\"") && svg.contains("<title") && svg.contains("<desc"), "{issue}: accessible chart");
+        assert!(
+            svg.contains("role=\"img\"") && svg.contains("<title") && svg.contains("<desc"),
+            "{issue}: accessible chart"
+        );
         assert_eq!(svg.matches("<rect").count(), counts.len(), "{issue}: one bar per domain");
         for (row, count) in domain_rows.iter().zip(&counts) {
-            assert!(html.contains(&format!("<td>{}</td><td class=\"num\">{count}</td>", row[0])), "{issue}: row {row:?}");
+            assert!(
+                html.contains(&format!("<td>{}</td><td class=\"num\">{count}</td>", row[0])),
+                "{issue}: row {row:?}"
+            );
             assert!(svg.contains(&format!("{}: {count}", row[0])), "{issue}: the chart describes {row:?}");
-            assert!(svg.contains(&format!(">{count}</text>")), "{issue}: the chart labels {count}");
+            assert!(
+                svg.contains(&format!(">{} <tspan class=\"value\">{count}</tspan>", row[0])),
+                "{issue}: the chart labels {row:?}"
+            );
         }
         // Bars are drawn to scale: the longest bar belongs to the largest count.
-        let widths: Vec<u32> = attr_values(svg, "width").iter().map(|w| w.parse().expect("width")).collect();
-        let widest = widths.iter().enumerate().max_by_key(|(_, w)| **w).map(|(i, _)| i).expect("bars");
+        let widths: Vec<f64> = svg
+            .split("<rect")
+            .skip(1)
+            .map(|rect| attr_values(rect, "width")[0].trim_end_matches('%').parse().expect("a width in %"))
+            .collect();
+        assert!(widths.iter().all(|w| (0.0..=100.0).contains(w)), "{issue}: {widths:?}");
+        let widest =
+            widths.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).map(|(i, _)| i).expect("bars");
         assert_eq!(counts[widest], *counts.iter().max().expect("counts"), "{issue}: bars follow the counts");
     }
     app.shutdown().await;
@@ -492,16 +565,23 @@ async fn every_link_in_the_site_resolves() {
                 continue;
             }
             let local = match link.strip_prefix(&base) {
-                Some(rest) if rest.is_empty() => "/".to_owned(),
+                Some("") => "/".to_owned(),
                 Some(rest) => rest.to_owned(),
                 None => link.clone(),
             };
-            assert!(local.starts_with('/') || local.starts_with('#'), "{path} links outside the site: {link}");
+            assert!(
+                local.starts_with('/') || local.starts_with('#'),
+                "{path} links outside the site: {link}"
+            );
             let (target, fragment) = local.split_once('#').unwrap_or((&local, ""));
             let target = if target.is_empty() { path.clone() } else { target.to_owned() };
             if !fragment.is_empty() {
-                let page = app.pages.get(&target).send().await.expect("fragment target").text().await.expect("body");
-                assert!(page.contains(&format!("id=\"{fragment}\"")), "{path} links to {target}#{fragment}, which has no such id");
+                let page =
+                    app.pages.get(&target).send().await.expect("fragment target").text().await.expect("body");
+                assert!(
+                    page.contains(&format!("id=\"{fragment}\"")),
+                    "{path} links to {target}#{fragment}, which has no such id"
+                );
                 checked_fragments += 1;
             }
             if !visited.contains(&target) {
@@ -537,7 +617,7 @@ async fn chromium_renders_every_page_at_phone_and_desktop_width_without_errors()
     let app = spawn_app().await;
     let mut paths: Vec<String> = PAGES.iter().map(|p| p.to_string()).collect();
     paths.extend(issue_paths(&app.pages).await);
-    paths.push("/pulse/2026-13".to_owned());
+    paths.push("404:/pulse/2026-13".to_owned());
     let out_dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("pages-screenshots");
     std::fs::create_dir_all(&out_dir).expect("screenshot dir");
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/js/pages.mjs");

@@ -2,6 +2,7 @@
 // full-page screenshot of each, and reports console errors, failed requests, horizontal overflow
 // and missing landmarks. Run by tests/pages.rs:
 //   node tests/js/pages.mjs <base-url> <screenshot-dir> <path>...
+// A path written `404:/some/path` must answer 404 (its own load is then not a problem).
 // Prints one JSON line {"screenshots": [...], "problems": [...]}; exits 1 when there are problems.
 import { chromium } from 'playwright-core';
 import path from 'node:path';
@@ -34,22 +35,29 @@ try {
     });
     // A second context with scripts on, only to measure the layout (the site itself has none).
     const measure = await browser.newContext({ viewport: { width: vp.width, height: vp.height }, isMobile: vp.isMobile });
-    for (const p of paths) {
+    for (const arg of paths) {
+      const expect404 = arg.startsWith('404:');
+      const p = expect404 ? arg.slice(4) : arg;
       const where = `${vp.name} ${p}`;
       for (const ctx of [context, measure]) {
         const page = await ctx.newPage();
         page.on('console', (msg) => {
-          if (msg.type() === 'error' || msg.type() === 'warning') problems.push(`${where}: console ${msg.type()}: ${msg.text()}`);
+          // Chromium logs the expected 404 of the page itself; nothing else may be logged.
+          const own404 = expect404 && msg.text().includes('status of 404') && msg.location().url === base + p;
+          if ((msg.type() === 'error' || msg.type() === 'warning') && !own404) {
+            problems.push(`${where}: console ${msg.type()}: ${msg.text()}`);
+          }
         });
         page.on('pageerror', (err) => problems.push(`${where}: page error: ${err.message}`));
         page.on('requestfailed', (req) => problems.push(`${where}: request failed: ${req.url()} ${req.failure()?.errorText}`));
         page.on('response', (res) => {
-          const expected404 = res.url() === base + p && res.status() === 404 && p.startsWith('/pulse/');
-          if (res.status() >= 400 && !expected404) problems.push(`${where}: ${res.status()} for ${res.url()}`);
+          const own404 = expect404 && res.url() === base + p && res.status() === 404;
+          if (res.status() >= 400 && !own404) problems.push(`${where}: ${res.status()} for ${res.url()}`);
         });
-        await page.goto(base + p, { waitUntil: 'load' });
+        const response = await page.goto(base + p, { waitUntil: 'load' });
+        if (response.status() !== (expect404 ? 404 : 200)) problems.push(`${where}: status ${response.status()}`);
         if (ctx === context) {
-          const file = path.join(outDir, `pages-${vp.name}-${p === '/' ? 'home' : p.slice(1).replaceAll('/', '-')}.png`);
+          const file = path.join(outDir, `pages-${vp.name}-${(p === '/' ? 'home' : p.slice(1).replaceAll('/', '-')) + (expect404 ? '-404' : '')}.png`);
           await page.screenshot({ path: file, fullPage: true });
           screenshots.push(file);
         } else {

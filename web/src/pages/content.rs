@@ -15,11 +15,7 @@ pub struct PageSource {
 
 macro_rules! page {
     ($path:literal, $file:literal) => {
-        PageSource {
-            path: $path,
-            file: $file,
-            source: include_str!(concat!("../../content/pages/", $file)),
-        }
+        PageSource { path: $path, file: $file, source: include_str!(concat!("../../content/pages/", $file)) }
     };
 }
 
@@ -124,7 +120,7 @@ impl Date {
         let year: u16 = text[0..4].parse().ok()?;
         let month: u8 = text[5..7].parse().ok()?;
         let day: u8 = text[8..10].parse().ok()?;
-        let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+        let leap = year.is_multiple_of(4) && (!year.is_multiple_of(100) || year.is_multiple_of(400));
         let days = match month {
             1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
             4 | 6 | 9 | 11 => 30,
@@ -190,7 +186,9 @@ mod tests {
         assert_eq!(Date::parse("2026-07-03"), Some(Date { year: 2026, month: 7, day: 3 }));
         assert_eq!(Date::parse("2024-02-29").map(|d| d.to_string()), Some("2024-02-29".into()));
         assert_eq!(Date::parse("2026-07-03").map(Date::long), Some("3 July 2026".into()));
-        for bad in ["2026-02-29", "2026-13-01", "2026-00-10", "2026-04-31", "2026-7-3", "20260703", "2026-07-03x"] {
+        for bad in
+            ["2026-02-29", "2026-13-01", "2026-00-10", "2026-04-31", "2026-7-3", "20260703", "2026-07-03x"]
+        {
             assert_eq!(Date::parse(bad), None, "{bad}");
         }
     }
@@ -205,7 +203,10 @@ mod tests {
         }
         for entry in std::fs::read_dir(format!("{root}/pulse")).expect("pulse dir") {
             let name = entry.expect("entry").file_name().into_string().expect("utf-8 name");
-            assert!(PULSE_ISSUES.iter().any(|(f, _)| *f == name), "content/pulse/{name} is not in PULSE_ISSUES");
+            assert!(
+                PULSE_ISSUES.iter().any(|(f, _)| *f == name),
+                "content/pulse/{name} is not in PULSE_ISSUES"
+            );
         }
     }
 }

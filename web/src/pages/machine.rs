@@ -91,7 +91,11 @@ pub fn openapi(base_url: &str) -> Value {
             }
         })
     };
-    let mut issue = page("getPulseIssue", "One monthly Pulse issue: deals by mission domain, as a table and a bar chart", "pulse");
+    let mut issue = page(
+        "getPulseIssue",
+        "One monthly Pulse issue: deals by mission domain, as a table and a bar chart",
+        "pulse",
+    );
     issue["parameters"] = json!([
         {
             "name": "month",

@@ -95,12 +95,17 @@ struct Site {
 
 impl Site {
     fn build(base_url: &str) -> Result<Site, PagesError> {
-        let mut issues: Vec<PulseIssue> =
-            PULSE_ISSUES.iter().map(|(file, source)| PulseIssue::parse(file, source)).collect::<Result<_, _>>()?;
+        let mut issues: Vec<PulseIssue> = PULSE_ISSUES
+            .iter()
+            .map(|(file, source)| PulseIssue::parse(file, source))
+            .collect::<Result<_, _>>()?;
         issues.sort_by_key(|i| std::cmp::Reverse(i.month));
         let by_month: HashMap<Month, &PulseIssue> = issues.iter().map(|i| (i.month, i)).collect();
         if by_month.len() != issues.len() {
-            return Err(PagesError::Content { file: "content/pulse".into(), reason: "two issues for one month".into() });
+            return Err(PagesError::Content {
+                file: "content/pulse".into(),
+                reason: "two issues for one month".into(),
+            });
         }
 
         let mut pages = HashMap::new();
@@ -148,10 +153,12 @@ impl Site {
         }
 
         let nf = ContentFile::parse(content::NOT_FOUND.file, content::NOT_FOUND.source)?;
-        let nf_meta = PageMeta { path: "/404", title: nf.get("title")?, description: nf.get("description")?, base_url };
+        let nf_meta =
+            PageMeta { path: "/404", title: nf.get("title")?, description: nf.get("description")?, base_url };
         let not_found = Document::new(&nf_meta, nf.body.to_owned(), &markdown_to_html(nf.body));
 
-        let sitemap_entries: Vec<Listed> = listed_pages.iter().chain(&listed_issues).map(Listed::clone).collect();
+        let sitemap_entries: Vec<Listed> =
+            listed_pages.iter().chain(&listed_issues).map(Listed::clone).collect();
         let openapi = serde_json::to_string_pretty(&machine::openapi(base_url))
             .map_err(|e| PagesError::Content { file: "openapi.json".into(), reason: e.to_string() })?;
         Ok(Site {
@@ -193,13 +200,10 @@ fn parse_date(file: &ContentFile<'_>, key: &str) -> Result<Date, PagesError> {
 fn archive_list(issues: &[PulseIssue]) -> String {
     let mut out = String::from("\n## Issues\n\n");
     for issue in issues {
-        let (lead, lead_count) = DOMAINS
-            .iter()
-            .zip(&issue.counts)
-            .max_by_key(|(_, n)| **n)
-            .map_or(("", 0), |(d, n)| (d.name, *n));
+        let (lead, lead_count) =
+            DOMAINS.iter().zip(&issue.counts).max_by_key(|(_, n)| **n).map_or(("", 0), |(d, n)| (d.name, *n));
         out.push_str(&format!(
-            "- [{}](/pulse/{}): {} deals, led by {} ({}). {}\n",
+            "- [{}](/pulse/{}): {} deals, led by {} ({}). {}.\n",
             issue.month.long(),
             issue.month,
             issue.total(),
@@ -327,8 +331,22 @@ mod tests {
 
     /// Words that would tell a reader the organization or its figures are invented.
     const GIVEAWAYS: &[&str] = &[
-        "fictional", "fictitious", "made up", "made-up", "invented", "placeholder", "lorem", "ipsum",
-        "example.com", "example.org", "sample data", "dummy", "not a real", "imaginary", "demo data", "todo",
+        "fictional",
+        "fictitious",
+        "made up",
+        "made-up",
+        "invented",
+        "placeholder",
+        "lorem",
+        "ipsum",
+        "example.com",
+        "example.org",
+        "sample data",
+        "dummy",
+        "not a real",
+        "imaginary",
+        "demo data",
+        "todo",
     ];
 
     #[test]

@@ -33,7 +33,11 @@ impl Month {
 
     /// The month before this one.
     pub fn previous(self) -> Month {
-        if self.month == 1 { Month { year: self.year - 1, month: 12 } } else { Month { month: self.month - 1, ..self } }
+        if self.month == 1 {
+            Month { year: self.year - 1, month: 12 }
+        } else {
+            Month { month: self.month - 1, ..self }
+        }
     }
 }
 
@@ -75,12 +79,13 @@ impl PulseIssue {
     pub fn parse(file: &str, source: &str) -> Result<PulseIssue, PagesError> {
         let content = ContentFile::parse(file, source)?;
         let bad = |reason: String| PagesError::Content { file: file.to_owned(), reason };
-        let month = Month::parse(content.get("month")?).ok_or_else(|| bad("`month` is not YYYY-MM".into()))?;
+        let month =
+            Month::parse(content.get("month")?).ok_or_else(|| bad("`month` is not YYYY-MM".into()))?;
         if file != format!("{month}.md") {
             return Err(bad(format!("an issue for {month} must be named {month}.md")));
         }
-        let published =
-            Date::parse(content.get("published")?).ok_or_else(|| bad("`published` is not YYYY-MM-DD".into()))?;
+        let published = Date::parse(content.get("published")?)
+            .ok_or_else(|| bad("`published` is not YYYY-MM-DD".into()))?;
         if (published.year, published.month) <= (month.year, month.month) {
             return Err(bad("an issue is published after its month ends".into()));
         }
@@ -91,7 +96,8 @@ impl PulseIssue {
             counts.push(text.parse().map_err(|_| bad(format!("`{}` is not a count", domain.key)))?);
         }
         for (key, _) in content.fields() {
-            let known = ["month", "published", "headline"].contains(key) || DOMAINS.iter().any(|d| d.key == *key);
+            let known =
+                ["month", "published", "headline"].contains(key) || DOMAINS.iter().any(|d| d.key == *key);
             if !known {
                 return Err(bad(format!("`{key}` is not a field of a Pulse issue")));
             }
@@ -118,7 +124,8 @@ impl PulseIssue {
         let mut table = String::new();
         match previous {
             Some(prev) => {
-                table.push_str(&format!("| Mission domain | Deals | Change from {} |\n|---|---|---|\n", prev.month.long()));
+                table.push_str(&format!("Change is against {}.\n\n", prev.month.long()));
+                table.push_str("| Mission domain | Deals | Change |\n|---|---|---|\n");
                 for ((domain, now), before) in DOMAINS.iter().zip(&self.counts).zip(&prev.counts) {
                     table.push_str(&format!("| {} | {now} | {} |\n", domain.name, signed(*now, *before)));
                 }
@@ -143,18 +150,18 @@ impl PulseIssue {
         (head, tail)
     }
 
-    /// A horizontal bar chart of the counts as inline SVG: labelled for screen readers, sized by
-    /// its `viewBox` so it scales to the column, coloured by the stylesheet.
+    /// A horizontal bar chart of the counts as inline SVG, labelled for screen readers. Each
+    /// domain is a label line with its count and a bar below it; bar lengths are percentages of
+    /// the width, so the chart fills any column while its text keeps the stylesheet's size
+    /// (a `viewBox` would shrink the labels to nothing on a phone).
     pub fn chart_svg(&self) -> String {
-        const WIDTH: u32 = 640;
-        const LABEL: u32 = 200;
-        const BAR_MAX: u32 = 380;
-        const ROW: u32 = 36;
-        let height = ROW * DOMAINS.len() as u32 + 8;
+        const ROW: usize = 46;
+        const BAR: usize = 14;
+        let height = ROW * DOMAINS.len();
         let max = self.counts.iter().copied().max().unwrap_or(0).max(1);
         let id = format!("chart-{}", self.month);
         let mut svg = format!(
-            "<figure class=\"chart\"><svg viewBox=\"0 0 {WIDTH} {height}\" role=\"img\" aria-labelledby=\"{id}-title {id}-desc\" xmlns=\"http://www.w3.org/2000/svg\">\n<title id=\"{id}-title\">Deals by mission domain, {}</title>\n<desc id=\"{id}-desc\">",
+            "<figure class=\"chart\"><svg width=\"100%\" height=\"{height}\" role=\"img\" aria-labelledby=\"{id}-title {id}-desc\" xmlns=\"http://www.w3.org/2000/svg\">\n<title id=\"{id}-title\">Deals by mission domain, {}</title>\n<desc id=\"{id}-desc\">",
             self.month.long()
         );
         let described: Vec<String> =
@@ -162,17 +169,17 @@ impl PulseIssue {
         svg.push_str(&escape(&described.join("; ")));
         svg.push_str("</desc>\n");
         for (i, (domain, count)) in DOMAINS.iter().zip(&self.counts).enumerate() {
-            let y = 4 + ROW * i as u32;
-            let bar = (BAR_MAX * count).div_ceil(max).max(if *count > 0 { 2 } else { 0 });
+            let top = ROW * i;
+            // Tenths of a percent: a zero count draws no bar, any other at least a sliver.
+            let tenths = (1000 * u64::from(*count)).div_ceil(u64::from(max));
+            let tenths = if *count > 0 { tenths.max(5) } else { 0 };
             svg.push_str(&format!(
-                "<g class=\"bar\"><text class=\"label\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text><rect x=\"{LABEL}\" y=\"{}\" width=\"{bar}\" height=\"{}\" rx=\"3\"></rect><text class=\"value\" x=\"{}\" y=\"{}\">{count}</text></g>\n",
-                LABEL - 10,
-                y + ROW / 2 + 5,
+                "<g class=\"bar\"><text class=\"label\" x=\"0\" y=\"{}\">{} <tspan class=\"value\">{count}</tspan></text><rect x=\"0\" y=\"{}\" width=\"{}.{}%\" height=\"{BAR}\" rx=\"3\"></rect></g>\n",
+                top + 16,
                 escape(domain.name),
-                y + 6,
-                ROW - 12,
-                LABEL + bar + 8,
-                y + ROW / 2 + 5,
+                top + 23,
+                tenths / 10,
+                tenths % 10,
             ));
         }
         svg.push_str("</svg><figcaption>Publicly announced deals involving member firms, by mission domain.</figcaption></figure>\n");
@@ -203,7 +210,9 @@ mod tests {
     fn months_parse_only_in_the_published_pattern() {
         assert_eq!(Month::parse("2026-06").map(|m| m.to_string()), Some("2026-06".into()));
         assert_eq!(Month::parse("2026-06").map(Month::long), Some("June 2026".into()));
-        for bad in ["2026-13", "2026-00", "2026-6", "26-06", "2026_06", "2026-06-01", "abcd-ef", "", "２０２６-06"] {
+        for bad in
+            ["2026-13", "2026-00", "2026-6", "26-06", "2026_06", "2026-06-01", "abcd-ef", "", "２０２６-06"]
+        {
             assert_eq!(Month::parse(bad), None, "{bad}");
         }
         assert_eq!(Month::parse("2026-01").map(|m| m.previous().to_string()), Some("2025-12".into()));
@@ -223,14 +232,19 @@ mod tests {
         assert!(PulseIssue::parse("2026-04.md", ISSUE).is_err(), "file name must match the month");
         assert!(PulseIssue::parse("2026-03.md", &ISSUE.replace("energy: 9", "energy: nine")).is_err());
         assert!(PulseIssue::parse("2026-03.md", &ISSUE.replace("energy: 9\n", "")).is_err());
-        assert!(PulseIssue::parse("2026-03.md", &ISSUE.replace("energy: 9", "energy: 9\nmining: 3")).is_err());
+        assert!(
+            PulseIssue::parse("2026-03.md", &ISSUE.replace("energy: 9", "energy: 9\nmining: 3")).is_err()
+        );
         assert!(PulseIssue::parse("2026-03.md", &ISSUE.replace("2026-04-02", "2026-03-30")).is_err());
     }
 
     #[test]
     fn the_table_and_chart_show_every_count() {
         let issue = PulseIssue::parse("2026-03.md", ISSUE).expect("parses");
-        let prev_src = ISSUE.replace("2026-03", "2026-02").replace("2026-04-02", "2026-03-03").replace("energy: 9", "energy: 12");
+        let prev_src = ISSUE
+            .replace("2026-03", "2026-02")
+            .replace("2026-04-02", "2026-03-03")
+            .replace("energy: 9", "energy: 12");
         let prev = PulseIssue::parse("2026-02.md", &prev_src).expect("parses");
         let (head, tail) = issue.markdown(Some(&prev));
         assert!(head.starts_with("# Pulse: March 2026\n"));
@@ -239,6 +253,8 @@ mod tests {
         let svg = issue.chart_svg();
         assert_eq!(svg.matches("<rect").count(), DOMAINS.len());
         assert!(svg.contains("Energy resilience: 9"));
+        assert!(svg.contains("width=\"100.0%\""), "the largest count fills the width: {svg}");
+        assert!(svg.contains("width=\"0.0%\""), "a zero count draws no bar: {svg}");
         assert!(!svg.contains("style="), "inline styles would break the CSP");
     }
 }

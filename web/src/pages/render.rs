@@ -130,7 +130,9 @@ fn mark_numeric_columns(events: Vec<Event<'_>>) -> Vec<Event<'_>> {
                 column = 0;
                 out.push(event);
             }
-            Event::Start(Tag::TableCell) if numeric => out.push(Event::Html(format!("<{tag} class=\"num\">").into())),
+            Event::Start(Tag::TableCell) if numeric => {
+                out.push(Event::Html(format!("<{tag} class=\"num\">").into()))
+            }
             Event::End(TagEnd::TableCell) => {
                 out.push(if numeric { Event::Html(format!("</{tag}>").into()) } else { event });
                 column += 1;
@@ -181,7 +183,8 @@ pub fn layout(meta: &PageMeta<'_>, content: &str) -> String {
         format!("<li><a href=\"{path}\"{aria}>{label}</a></li>")
     };
     let nav: String = NAV.iter().map(nav_item).collect();
-    let footer_nav: String = FOOTER_NAV.iter().map(|(p, l)| format!("<li><a href=\"{p}\">{l}</a></li>")).collect();
+    let footer_nav: String =
+        FOOTER_NAV.iter().map(|(p, l)| format!("<li><a href=\"{p}\">{l}</a></li>")).collect();
     let canonical = if meta.path.starts_with('/') && meta.path != "/404" {
         format!("<link rel=\"canonical\" href=\"{}{}\">\n", escape(meta.base_url), escape(meta.path))
     } else {
@@ -233,7 +236,9 @@ mod tests {
 
     #[test]
     fn headings_get_ids_and_raw_html_is_shown_as_text() {
-        let html = markdown_to_html("# Title\n\n## How we work\n\n## How we work\n\nA <b>bold</b> claim.\n\n<script>x</script>\n");
+        let html = markdown_to_html(
+            "# Title\n\n## How we work\n\n## How we work\n\nA <b>bold</b> claim.\n\n<script>x</script>\n",
+        );
         assert!(html.contains("<h1>Title</h1>"), "{html}");
         assert!(html.contains("<h2 id=\"how-we-work\">How we work</h2>"), "{html}");
         assert!(html.contains("<h2 id=\"how-we-work-2\">"), "{html}");
@@ -249,9 +254,17 @@ mod tests {
 
     #[test]
     fn columns_of_figures_are_marked_for_right_alignment() {
-        let html = markdown_to_html("| Tier | Dues | Change |\n|---|---|---|\n| Emerging | $4,800 | +3 |\n| Anchor | **$38,000** | −2 |\n");
-        assert!(html.contains("<th>Tier</th><th class=\"num\">Dues</th><th class=\"num\">Change</th>"), "{html}");
-        assert!(html.contains("<td>Emerging</td><td class=\"num\">$4,800</td><td class=\"num\">+3</td>"), "{html}");
+        let html = markdown_to_html(
+            "| Tier | Dues | Change |\n|---|---|---|\n| Emerging | $4,800 | +3 |\n| Anchor | **$38,000** | −2 |\n",
+        );
+        assert!(
+            html.contains("<th>Tier</th><th class=\"num\">Dues</th><th class=\"num\">Change</th>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<td>Emerging</td><td class=\"num\">$4,800</td><td class=\"num\">+3</td>"),
+            "{html}"
+        );
         assert!(html.contains("<td class=\"num\"><strong>$38,000</strong></td>"), "{html}");
         let text = markdown_to_html("| a | b |\n|---|---|\n| x | 12 and more |\n");
         assert!(!text.contains("num"), "{text}");
@@ -266,7 +279,12 @@ mod tests {
 
     #[test]
     fn the_layout_marks_the_current_page_and_escapes_its_title() {
-        let meta = PageMeta { path: "/pulse/2026-06", title: "A & B", description: "d\"q", base_url: "https://x.test" };
+        let meta = PageMeta {
+            path: "/pulse/2026-06",
+            title: "A & B",
+            description: "d\"q",
+            base_url: "https://x.test",
+        };
         let html = layout(&meta, "<h1>A</h1>");
         assert!(html.contains("<a href=\"/pulse\" aria-current=\"page\">Pulse</a>"));
         assert!(html.contains("<title>A &amp; B · Meridian Council</title>"));

@@ -55,7 +55,13 @@ impl Representation {
 
     /// The answer to a GET: `status` with the body, or `304` when `request` already holds this
     /// exact representation (only for `200`s; a 404 is never revalidated into a 304).
-    pub fn answer(&self, status: StatusCode, request: &HeaderMap, freshness: Freshness, negotiated: bool) -> Response {
+    pub fn answer(
+        &self,
+        status: StatusCode,
+        request: &HeaderMap,
+        freshness: Freshness,
+        negotiated: bool,
+    ) -> Response {
         let not_modified = status == StatusCode::OK && if_none_match_hits(request, &self.etag);
         let mut response = if not_modified {
             Response::new(Body::empty())
