@@ -141,10 +141,10 @@ impl Site {
             let path = format!("/pulse/{}", issue.month);
             let title = format!("Pulse: {}", issue.month.long());
             let description = format!(
-                "{} publicly announced deals in {} across {} mission domains. {}",
+                "{} publicly announced deals in {}, counted across {} mission domains. {}.",
                 issue.total(),
                 issue.month.long(),
-                DOMAINS.len(),
+                pulse::number_word(DOMAINS.len()),
                 issue.headline
             );
             let meta = PageMeta { path: &path, title: &title, description: &description, base_url };

@@ -118,7 +118,7 @@ impl PulseIssue {
             self.headline,
             self.published.long(),
             self.total(),
-            DOMAINS.len(),
+            number_word(DOMAINS.len()),
         );
         head.push_str("## Deals by mission domain\n\n");
         let mut table = String::new();
@@ -185,6 +185,15 @@ impl PulseIssue {
         svg.push_str("</svg><figcaption>Publicly announced deals involving member firms, by mission domain.</figcaption></figure>\n");
         svg
     }
+}
+
+/// Small numbers as words, the way the site's copy writes them.
+pub fn number_word(n: usize) -> String {
+    const WORDS: [&str; 13] = [
+        "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+        "twelve",
+    ];
+    WORDS.get(n).map_or_else(|| n.to_string(), |w| (*w).to_owned())
 }
 
 /// `+3`, `-2` or `0`.
