@@ -62,7 +62,7 @@ pub async fn start(
     };
     let pages = if wants(Service::Pages) {
         let (listener, up) = bind(Service::Pages, args.pages_addr, args.pages_base_url.as_deref()).await?;
-        let state = pages::PagesState { base_url: up.base_url.clone() };
+        let state = pages::PagesState::new(up.base_url.clone()).context("building the pages site")?;
         serve(&mut tasks, &shutdown, listener, pages::router(state));
         Some(up)
     } else {

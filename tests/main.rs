@@ -4,5 +4,6 @@
 
 mod chat;
 mod foundation;
+mod pages;
 mod stats;
 mod support;
