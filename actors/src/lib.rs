@@ -4,9 +4,11 @@
 //! # Layout
 //! - [`system`]: [`ActorSystem`], the root supervisor that every other actor is linked under, and
 //!   its orderly stop at shutdown.
+//! - [`signup`]: the `SignupDesk`, which decides whether a code text goes out, and its text senders.
 //!
 //! Actors depend on `agora-storage` for persistence and know nothing of HTTP.
 
+pub mod signup;
 pub mod system;
 
 pub use system::ActorSystem;

@@ -50,11 +50,14 @@ struct Migration {
     sql: &'static str,
 }
 
-const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "people, bots and credentials",
-    sql: include_str!("migrations/0001_people.surql"),
-}];
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "people, bots and credentials",
+        sql: include_str!("migrations/0001_people.surql"),
+    },
+    Migration { version: 4, name: "demo sign-up", sql: include_str!("migrations/0004_signup.surql") },
+];
 
 /// The open store. Cheap to clone: every clone shares one connection and one directory lock.
 #[derive(Clone)]

@@ -9,6 +9,7 @@
 //! - [`secret`]: tokens (prefix + 32 random bytes) and their SHA-256 hashes; only hashes are stored.
 //! - [`time`]: milliseconds since the epoch and their RFC 3339 form.
 //! - [`people`]: people, bots and credentials.
+//! - [`signup`]: the demo sign-up: sign-ups, texts, daily counters, testers, opt-outs; its newtypes.
 //!
 //! This crate knows nothing of HTTP or actors.
 
@@ -17,6 +18,7 @@ pub mod error;
 pub mod ids;
 pub mod people;
 pub mod secret;
+pub mod signup;
 pub mod time;
 
 pub use db::{DbSettings, Store};
