@@ -325,7 +325,7 @@ impl Desk {
         self.call(|reply| DeskMsg::Inbound(from, keyword, reply)).await
     }
 
-    async fn call<T>(
+    async fn call<T: Send + 'static>(
         &self,
         msg: impl FnOnce(RpcReplyPort<Result<T, DeskError>>) -> DeskMsg,
     ) -> Result<T, DeskError> {
