@@ -3,4 +3,5 @@
 //! links all of SurrealDB.
 
 mod foundation;
+mod signup;
 mod support;
