@@ -32,15 +32,31 @@ const MAX_REQUEST: usize = 64 * 1024;
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "command", rename_all = "snake_case")]
 pub enum AdminRequest {
-    Bootstrap { name: String, handle: String, email: String },
-    Session { handle: String },
+    Bootstrap {
+        name: String,
+        handle: String,
+        email: String,
+    },
+    Session {
+        handle: String,
+    },
     /// Opens (`true`) or closes the sign-up demo.
-    SignupSetOpen { open: bool },
+    SignupSetOpen {
+        open: bool,
+    },
     SignupStatus,
     /// `key` is the server's `AGORA_SIGNUP_KEY` when set (the socket is owner-only).
-    SignupInvite { phone: String, key: Option<String> },
-    SignupUninvite { phone: String, key: Option<String> },
-    SignupOutbox { limit: u32 },
+    SignupInvite {
+        phone: String,
+        key: Option<String>,
+    },
+    SignupUninvite {
+        phone: String,
+        key: Option<String>,
+    },
+    SignupOutbox {
+        limit: u32,
+    },
 }
 
 /// Why an admin command failed: a message for the operator.
@@ -295,13 +311,21 @@ fn print_human(request: &AdminRequest, result: &Value) {
             println!("New browser session for @{handle} (shown once):");
             println!("  {}", s("session_token"));
         }
-        AdminRequest::SignupSetOpen { open: true } => println!("The demo is open: any valid number may get a code text."),
-        AdminRequest::SignupSetOpen { open: false } => println!("The demo is closed: only invited testers get code texts."),
+        AdminRequest::SignupSetOpen { open: true } => {
+            println!("The demo is open: any valid number may get a code text.")
+        }
+        AdminRequest::SignupSetOpen { open: false } => {
+            println!("The demo is closed: only invited testers get code texts.")
+        }
         AdminRequest::SignupStatus => {
             let open = result.get("open").and_then(Value::as_bool).unwrap_or(false);
             println!("Demo: {}", if open { "open to anyone" } else { "invited testers only" });
             println!("Invited testers: {}", result.get("testers").and_then(Value::as_u64).unwrap_or(0));
-            println!("Texts on {} (Chicago): {}", s("day"), result.get("texts_today").and_then(Value::as_u64).unwrap_or(0));
+            println!(
+                "Texts on {} (Chicago): {}",
+                s("day"),
+                result.get("texts_today").and_then(Value::as_u64).unwrap_or(0)
+            );
         }
         AdminRequest::SignupInvite { .. } => println!("Invited the tester at ***-***-{}.", s("to_last4")),
         AdminRequest::SignupUninvite { .. } => {

@@ -80,7 +80,9 @@ async fn problem(res: reqwest::Response, status: u16, code: &str) -> Value {
     let base = format!("{}://{}", res.url().scheme(), res.url().authority());
     let path = res.url().path().to_owned();
     let p: Value = res.json().await.expect("problem json");
-    for field in ["type", "title", "status", "detail", "instance", "code", "resolution", "docs", "error", "message"] {
+    for field in
+        ["type", "title", "status", "detail", "instance", "code", "resolution", "docs", "error", "message"]
+    {
         assert!(p.get(field).is_some_and(|v| !v.is_null()), "problem lacks {field}: {p}");
     }
     assert_eq!(p["status"], status);
@@ -117,13 +119,21 @@ async fn a_sign_up_is_started_texted_and_confirmed() {
     let fields: BTreeSet<&str> = body.as_object().expect("object").keys().map(String::as_str).collect();
     assert_eq!(
         fields,
-        BTreeSet::from(["status", "message", "person_must_confirm", "confirm_url", "status_url", "expires_in_minutes"])
+        BTreeSet::from([
+            "status",
+            "message",
+            "person_must_confirm",
+            "confirm_url",
+            "status_url",
+            "expires_in_minutes"
+        ])
     );
     assert_eq!(body["status"], "pending");
     assert_eq!(body["expires_in_minutes"], 15);
     let confirm_url = body["confirm_url"].as_str().expect("confirm_url");
     let status_url = body["status_url"].as_str().expect("status_url");
-    let public_id = confirm_url.strip_prefix(&format!("{}/signup/", app.signup.base)).expect("confirm_url form");
+    let public_id =
+        confirm_url.strip_prefix(&format!("{}/signup/", app.signup.base)).expect("confirm_url form");
     assert_eq!(status_url, format!("{}/api/signups/{public_id}", app.signup.base));
     assert_eq!(location, status_url);
     assert_eq!(public_id.len(), 22, "128 bits in base64url");
@@ -154,7 +164,11 @@ async fn a_sign_up_is_started_texted_and_confirmed() {
     let res = app
         .signup
         .post("/api/signups")
-        .form(&[("first_name", "José"), ("phone", "+1 312.555.0235"), ("reason", "curious about the preview")])
+        .form(&[
+            ("first_name", "José"),
+            ("phone", "+1 312.555.0235"),
+            ("reason", "curious about the preview"),
+        ])
         .send()
         .await
         .expect("form post");
@@ -238,7 +252,11 @@ async fn a_sign_up_expires_after_15_minutes() {
     let (status, html) = submit_code(&app, &confirm_url, &code).await;
     assert_eq!(status, 410);
     assert!(html.contains("This code has expired"), "{html}");
-    assert_eq!(status_of(&app, &status_url).await["status"], "expired", "the right code too late confirms nothing");
+    assert_eq!(
+        status_of(&app, &status_url).await["status"],
+        "expired",
+        "the right code too late confirms nothing"
+    );
     app.shutdown().await;
 }
 
@@ -288,7 +306,10 @@ async fn ten_requests_an_hour_per_address_with_ratelimit_headers() {
         };
         assert!(res.status() == 202 || res.status() == 422, "{}", res.status());
         assert_eq!(res.headers()["ratelimit-policy"], "\"per-address\";q=10;w=3600");
-        assert_eq!(res.headers()["ratelimit"], format!("\"per-address\";r={};t={}", 9 - i, 3600 - i).as_str());
+        assert_eq!(
+            res.headers()["ratelimit"],
+            format!("\"per-address\";r={};t={}", 9 - i, 3600 - i).as_str()
+        );
         clock.advance(1000);
     }
     let res = start(&app, "3125550234").await;
@@ -319,7 +340,9 @@ async fn five_hundred_requests_an_hour_from_everyone() {
     };
     for a in 0..50u8 {
         let http = client_from([127, 0, 2, a + 1]);
-        let all = futures::future::join_all((0..10).map(|_| send(http.clone(), app.signup.url("/api/signups")))).await;
+        let all =
+            futures::future::join_all((0..10).map(|_| send(http.clone(), app.signup.url("/api/signups"))))
+                .await;
         assert!(all.iter().all(|&s| s == 422), "address {a}: {all:?}");
     }
     clock.advance(10 * MINUTE);
@@ -380,7 +403,11 @@ async fn three_texts_a_day_per_number_and_the_counters_survive_a_restart() {
 
     let second = spawn_app_with(surrealkv(dir.path()), None, args()).await;
     assert_eq!(start(&second, "3125550234").await.status(), 202);
-    assert_eq!(outbox(&second).await.len(), 3, "the fourth text of the day is not sent, even after a restart");
+    assert_eq!(
+        outbox(&second).await.len(),
+        3,
+        "the fourth text of the day is not sent, even after a restart"
+    );
     // Another number still gets its text, and the next Chicago day the first one does again.
     assert_eq!(start(&second, "3125550235").await.status(), 202);
     assert_eq!(outbox(&second).await.len(), 4);
@@ -407,10 +434,13 @@ async fn records_older_than_7_days_are_swept() {
     app.shutdown().await;
 }
 
+/// One request the fake Twilio got: path, `Authorization` header, form fields.
+type TwilioRequest = (String, Option<String>, HashMap<String, String>);
+
 /// A fake Twilio Messages API on loopback that records what it was sent.
 #[derive(Clone, Default)]
 struct FakeTwilio {
-    got: Arc<Mutex<Vec<(String, Option<String>, HashMap<String, String>)>>>,
+    got: Arc<Mutex<Vec<TwilioRequest>>>,
 }
 
 impl FakeTwilio {
@@ -434,7 +464,7 @@ impl FakeTwilio {
         format!("http://{addr}")
     }
 
-    fn sent(&self) -> Vec<(String, Option<String>, HashMap<String, String>)> {
+    fn sent(&self) -> Vec<TwilioRequest> {
         self.got.lock().expect("lock").clone()
     }
 }
@@ -509,11 +539,13 @@ async fn texts_go_through_twilio_and_its_signed_webhook_handles_stop_start_and_h
     assert_eq!(start(&app, "3125550234").await.status(), 202);
     assert_eq!(fake.sent().len(), 2, "an opted-out number never gets a text");
 
-    let help = signed([("From", "+13125550234"), ("To", "+13125550000"), ("Body", "help"), ("MessageSid", "SM2")]);
+    let help =
+        signed([("From", "+13125550234"), ("To", "+13125550000"), ("Body", "help"), ("MessageSid", "SM2")]);
     let twiml = help.await.expect("help").text().await.expect("twiml");
     assert!(twiml.contains("911") && twiml.contains("STOP"), "{twiml}");
 
-    let res = signed([("From", "+13125550234"), ("To", "+13125550000"), ("Body", "Start"), ("MessageSid", "SM3")]);
+    let res =
+        signed([("From", "+13125550234"), ("To", "+13125550000"), ("Body", "Start"), ("MessageSid", "SM3")]);
     assert_eq!(res.await.expect("start").status(), 200);
     assert_eq!(start(&app, "3125550234").await.status(), 202);
     assert_eq!(fake.sent().len(), 3, "opted back in");
@@ -544,7 +576,11 @@ async fn every_error_is_a_problem_document() {
     let p = problem(bad_json.send().await.expect("post"), 400, "bad_request").await;
     assert!(p["resolution"].as_str().expect("resolution").contains("application/json"));
     let p = problem(
-        s.post("/api/signups").json(&json!({ "first_name": "Ada", "phone": "312-555-023" })).send().await.expect("post"),
+        s.post("/api/signups")
+            .json(&json!({ "first_name": "Ada", "phone": "312-555-023" }))
+            .send()
+            .await
+            .expect("post"),
         422,
         "invalid_request",
     )
@@ -562,14 +598,23 @@ async fn every_error_is_a_problem_document() {
     .await;
     assert!(p["detail"].as_str().expect("detail").contains("symptoms"), "{p}");
     let p = problem(
-        s.post("/api/signups").json(&json!({ "first_name": "A".repeat(41), "phone": "3125550234" })).send().await.expect("post"),
+        s.post("/api/signups")
+            .json(&json!({ "first_name": "A".repeat(41), "phone": "3125550234" }))
+            .send()
+            .await
+            .expect("post"),
         422,
         "invalid_request",
     )
     .await;
     assert!(p["detail"].as_str().expect("detail").contains("first_name"), "{p}");
     let big = "x".repeat(20_000);
-    problem(s.post("/api/signups").json(&json!({ "first_name": big })).send().await.expect("post"), 413, "payload_too_large").await;
+    problem(
+        s.post("/api/signups").json(&json!({ "first_name": big })).send().await.expect("post"),
+        413,
+        "payload_too_large",
+    )
+    .await;
 
     let page = s.get("/signup/AAAAAAAAAAAAAAAAAAAAAA").send().await.expect("page");
     assert_eq!(page.status(), 404);
@@ -637,14 +682,19 @@ async fn the_api_is_published_and_the_openapi_document_is_valid() {
             assert!(op["operationId"].is_string(), "{method} {path} has no operationId");
         }
     }
-    let expected: BTreeSet<(String, String)> = routes.iter().map(|(m, p, _)| (m.to_string(), p.to_string())).collect();
+    let expected: BTreeSet<(String, String)> =
+        routes.iter().map(|(m, p, _)| (m.to_string(), p.to_string())).collect();
     assert_eq!(documented, expected, "the description and the router list the same routes");
     for (method, path, id) in routes {
         if let Some(id) = id {
             assert_eq!(paths[path][method]["operationId"], id, "{method} {path}");
         }
     }
-    let ids: Vec<&str> = paths.values().flat_map(|i| i.as_object().expect("item").values()).filter_map(|o| o["operationId"].as_str()).collect();
+    let ids: Vec<&str> = paths
+        .values()
+        .flat_map(|i| i.as_object().expect("item").values())
+        .filter_map(|o| o["operationId"].as_str())
+        .collect();
     assert_eq!(ids.len(), ids.iter().collect::<BTreeSet<_>>().len(), "operationIds are unique");
 
     // Every documented route answers (none is a 404 or 405 of the router).
@@ -675,10 +725,18 @@ async fn the_api_is_published_and_the_openapi_document_is_valid() {
     assert_eq!(linkset["linkset"][0]["service-desc"][0]["href"], format!("{base}/openapi.json"));
     let head = s.http.head(s.url("/.well-known/api-catalog")).send().await.expect("head");
     assert_eq!(head.status(), 200);
-    assert_eq!(head.headers()["link"], format!("<{base}/.well-known/api-catalog>; rel=\"api-catalog\"").as_str());
+    assert_eq!(
+        head.headers()["link"],
+        format!("<{base}/.well-known/api-catalog>; rel=\"api-catalog\"").as_str()
+    );
 
     let index: Value = s.get("/api").send().await.expect("index").json().await.expect("json");
-    let listed: BTreeSet<&str> = index["endpoints"].as_array().expect("list").iter().filter_map(|e| e["operationId"].as_str()).collect();
+    let listed: BTreeSet<&str> = index["endpoints"]
+        .as_array()
+        .expect("list")
+        .iter()
+        .filter_map(|e| e["operationId"].as_str())
+        .collect();
     assert_eq!(listed, BTreeSet::from(["getApiIndex", "startDemoSignup", "getDemoSignupStatus"]));
     assert_eq!(index["links"]["openapi"], format!("{base}/openapi.json"));
     assert_eq!(index["links"]["docs"], format!("{base}/developers"));
@@ -694,7 +752,10 @@ async fn the_api_is_published_and_the_openapi_document_is_valid() {
     assert_eq!(page.headers()["vary"], "Accept");
     assert!(page.headers()["content-type"].to_str().expect("ct").starts_with("text/html"));
     let html = page.text().await.expect("html");
-    let codes = doc["components"]["schemas"]["Problem"]["properties"]["code"]["enum"].as_array().expect("codes").clone();
+    let codes = doc["components"]["schemas"]["Problem"]["properties"]["code"]["enum"]
+        .as_array()
+        .expect("codes")
+        .clone();
     assert!(codes.len() >= 7);
     assert!(html.contains("id=\"errors\""));
     for code in &codes {
@@ -721,7 +782,11 @@ fn run_browser(args: &[&str]) -> Value {
         .output()
         .expect("run node (is Node installed?)");
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "browser script failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "browser script failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_str(stdout.lines().last().unwrap_or_default()).expect("the script prints JSON")
 }
 
@@ -733,7 +798,10 @@ async fn the_confirm_page_works_in_a_real_browser() {
     for phone in ["3125550234", "3125550235", "3125550236"] {
         let body: Value = start(&app, phone).await.json().await.expect("json");
         let texts = outbox(&app).await;
-        started.push((body["confirm_url"].as_str().expect("url").to_owned(), code_in(texts[0]["body"].as_str().expect("body"))));
+        started.push((
+            body["confirm_url"].as_str().expect("url").to_owned(),
+            code_in(texts[0]["body"].as_str().expect("body")),
+        ));
     }
     let wrong = |code: &str| if code == "000000" { "111111".to_owned() } else { "000000".to_owned() };
 

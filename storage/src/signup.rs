@@ -60,9 +60,14 @@ pub enum Status {
 /// The full state of a sign-up at one moment, as the confirm page needs it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SignupState {
-    Pending { expires_at: i64, tries_left: u32 },
+    Pending {
+        expires_at: i64,
+        tries_left: u32,
+    },
     /// Three wrong codes; still reported as `pending` (DECISIONS.md).
-    Locked { until: i64 },
+    Locked {
+        until: i64,
+    },
     Confirmed,
     Expired,
 }
@@ -195,7 +200,12 @@ impl Store {
     }
 
     /// Saves the outcome of a wrong code: the count, and the lock when it is reached.
-    pub async fn record_wrong_code(&self, id: &PublicId, wrong_codes: u32, locked_until: Option<i64>) -> Result<()> {
+    pub async fn record_wrong_code(
+        &self,
+        id: &PublicId,
+        wrong_codes: u32,
+        locked_until: Option<i64>,
+    ) -> Result<()> {
         self.execute(
             "UPDATE type::record('signup', $id) SET wrong_codes = $n, locked_until = $until",
             json!({ "id": id.as_str(), "n": wrong_codes, "until": locked_until }),
@@ -214,7 +224,13 @@ impl Store {
     }
 
     /// Adds a text to the outbox of the `log` sender.
-    pub async fn add_outbox_text(&self, at: i64, public_id: &PublicId, to_last4: &str, body: &str) -> Result<()> {
+    pub async fn add_outbox_text(
+        &self,
+        at: i64,
+        public_id: &PublicId,
+        to_last4: &str,
+        body: &str,
+    ) -> Result<()> {
         self.execute(
             "CREATE type::record('signup_text', $id) CONTENT { at: $at, public_id: $pid, to_last4: $last4, body: $body, written: time::now() }",
             json!({ "id": new_id("x_"), "at": at, "pid": public_id.as_str(), "last4": to_last4, "body": body }),
@@ -234,7 +250,10 @@ impl Store {
         rows.into_iter()
             .map(|r| {
                 let s = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
-                let at = r.get("at").and_then(Value::as_i64).ok_or_else(|| StorageError::corrupt("text without at"))?;
+                let at = r
+                    .get("at")
+                    .and_then(Value::as_i64)
+                    .ok_or_else(|| StorageError::corrupt("text without at"))?;
                 Ok(OutboxText {
                     at: crate::time::rfc3339(at),
                     public_id: s("public_id"),
@@ -254,8 +273,11 @@ impl Store {
     }
 
     pub async fn set_demo_open(&self, open: bool) -> Result<()> {
-        self.execute("UPSERT type::record('signup_setting', 'demo') SET open = $open", json!({ "open": open }))
-            .await?;
+        self.execute(
+            "UPSERT type::record('signup_setting', 'demo') SET open = $open",
+            json!({ "open": open }),
+        )
+        .await?;
         Ok(())
     }
 
@@ -272,7 +294,10 @@ impl Store {
     /// Withdraws an invitation; `false` when there was none.
     pub async fn uninvite_tester(&self, phone_hash: &str) -> Result<bool> {
         let rows = self
-            .query_rows("DELETE type::record('signup_tester', $hash) RETURN BEFORE", json!({ "hash": phone_hash }))
+            .query_rows(
+                "DELETE type::record('signup_tester', $hash) RETURN BEFORE",
+                json!({ "hash": phone_hash }),
+            )
             .await?;
         Ok(!rows.is_empty())
     }
@@ -294,7 +319,10 @@ impl Store {
     /// Opts a number back in (START); `false` when it was not opted out.
     pub async fn opt_in(&self, phone_hash: &str) -> Result<bool> {
         let rows = self
-            .query_rows("DELETE type::record('signup_optout', $hash) RETURN BEFORE", json!({ "hash": phone_hash }))
+            .query_rows(
+                "DELETE type::record('signup_optout', $hash) RETURN BEFORE",
+                json!({ "hash": phone_hash }),
+            )
             .await?;
         Ok(!rows.is_empty())
     }
@@ -315,7 +343,9 @@ impl Store {
 
     /// Openness, invited testers and today's texts.
     pub async fn demo_status(&self, day: &DemoDay) -> Result<DemoStatus> {
-        let testers = count_of(&self.query_rows("SELECT count() AS n FROM signup_tester GROUP ALL", Value::Null).await?);
+        let testers = count_of(
+            &self.query_rows("SELECT count() AS n FROM signup_tester GROUP ALL", Value::Null).await?,
+        );
         Ok(DemoStatus {
             open: self.demo_open().await?,
             testers,
@@ -393,7 +423,10 @@ mod tests {
         store.create_signup(&t, Some(&day)).await.expect("create");
         let (u, _) = signup(&key, "3125550234", now);
         store.create_signup(&u, None).await.expect("create without text");
-        assert_eq!(store.text_counts(&day, &s.phone_hash).await.expect("counts"), TextCounts { demo: 2, number: 2 });
+        assert_eq!(
+            store.text_counts(&day, &s.phone_hash).await.expect("counts"),
+            TextCounts { demo: 2, number: 2 }
+        );
         assert_eq!(store.text_counts(&day, &u.phone_hash).await.expect("counts").number, 0);
 
         let id = PublicId::parse(&s.id).expect("id");
@@ -401,7 +434,10 @@ mod tests {
         store.record_wrong_code(&id, 3, Some(now + LOCK_MS)).await.expect("wrong");
         store.confirm_signup(&id, now + 1).await.expect("confirm");
         let read = store.signup(&id).await.expect("read").expect("exists");
-        assert_eq!((read.wrong_codes, read.locked_until, read.confirmed_at), (3, Some(now + LOCK_MS), Some(now + 1)));
+        assert_eq!(
+            (read.wrong_codes, read.locked_until, read.confirmed_at),
+            (3, Some(now + LOCK_MS), Some(now + 1))
+        );
 
         store.add_outbox_text(now, &id, "0123", "first").await.expect("text");
         store.add_outbox_text(now, &id, "0123", "second").await.expect("text");

@@ -64,9 +64,13 @@ pub struct NewSignup {
 /// The answer to a start. Whether a text went out is deliberately not in it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StartOutcome {
-    Accepted { public_id: PublicId },
+    Accepted {
+        public_id: PublicId,
+    },
     /// The demo sent its texts for the Chicago day; try again in this many seconds.
-    DemoFull { retry_after_secs: i64 },
+    DemoFull {
+        retry_after_secs: i64,
+    },
 }
 
 /// The outcome of a code typed on the confirm page.
@@ -74,9 +78,13 @@ pub enum StartOutcome {
 pub enum ConfirmOutcome {
     Confirmed,
     AlreadyConfirmed,
-    WrongCode { tries_left: u32 },
+    WrongCode {
+        tries_left: u32,
+    },
     /// Locked until this time (ms), by this or earlier wrong codes.
-    Locked { until: i64 },
+    Locked {
+        until: i64,
+    },
     Expired,
     NotFound,
 }
@@ -139,13 +147,22 @@ impl Actor for SignupDesk {
     type State = DeskState;
     type Arguments = DeskArgs;
 
-    async fn pre_start(&self, myself: ActorRef<DeskMsg>, args: DeskArgs) -> Result<DeskState, ActorProcessingErr> {
+    async fn pre_start(
+        &self,
+        myself: ActorRef<DeskMsg>,
+        args: DeskArgs,
+    ) -> Result<DeskState, ActorProcessingErr> {
         // Stops by itself when the actor stops.
         myself.send_interval(SWEEP_EVERY, || DeskMsg::Sweep);
         Ok(DeskState { args, last_sweep: None })
     }
 
-    async fn handle(&self, _me: ActorRef<DeskMsg>, msg: DeskMsg, state: &mut DeskState) -> Result<(), ActorProcessingErr> {
+    async fn handle(
+        &self,
+        _me: ActorRef<DeskMsg>,
+        msg: DeskMsg,
+        state: &mut DeskState,
+    ) -> Result<(), ActorProcessingErr> {
         // Errors go back to the caller; the desk itself keeps running.
         match msg {
             DeskMsg::Start(new, reply) => {
@@ -306,7 +323,8 @@ impl Desk {
                     .map_err(|e| DeskError::Config(e.to_string()))?,
             ),
         };
-        let args = DeskArgs { store: config.store, clock: config.clock, key, sender, base_url: config.base_url };
+        let args =
+            DeskArgs { store: config.store, clock: config.clock, key, sender, base_url: config.base_url };
         let (actor, _) =
             Actor::spawn(None, SignupDesk, args).await.map_err(|e| DeskError::Config(e.to_string()))?;
         let stop = Arc::new(StopOnDrop(actor.get_cell()));

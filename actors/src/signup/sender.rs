@@ -73,7 +73,12 @@ pub struct TwilioSender {
 }
 
 impl TwilioSender {
-    pub fn new(base_url: &str, account_sid: &str, auth_token: &str, from: &str) -> Result<TwilioSender, SendError> {
+    pub fn new(
+        base_url: &str,
+        account_sid: &str,
+        auth_token: &str,
+        from: &str,
+    ) -> Result<TwilioSender, SendError> {
         // A hung provider must not hold the desk (its one caller) for long.
         let http = reqwest::Client::builder().timeout(Duration::from_secs(10)).build()?;
         Ok(TwilioSender {

@@ -279,18 +279,18 @@ mod tests {
         }
         for bad in [
             "",
-            "202555023",      // 9 digits
-            "20255502344",    // 11 digits not starting with 1
-            "1202555023",     // 1 + 9 digits
-            "0125550234",     // area code starts with 0
-            "1125550234",     // area code starts with 1
-            "2115550234",     // N11 area code
-            "2020550234",     // exchange starts with 0
-            "2021550234",     // exchange starts with 1
-            "2024110234",     // N11 exchange
-            "2025550100",     // 555-01XX is fictional
-            "2025550199",     // 555-01XX is fictional
-            "(202) 555-0123", // 555-01XX is fictional
+            "202555023",       // 9 digits
+            "20255502344",     // 11 digits not starting with 1
+            "1202555023",      // 1 + 9 digits
+            "0125550234",      // area code starts with 0
+            "1125550234",      // area code starts with 1
+            "2115550234",      // N11 area code
+            "2020550234",      // exchange starts with 0
+            "2021550234",      // exchange starts with 1
+            "2024110234",      // N11 exchange
+            "2025550100",      // 555-01XX is fictional
+            "2025550199",      // 555-01XX is fictional
+            "(202) 555-0123",  // 555-01XX is fictional
             "202-555-0234 x1", // letters
             "+44 20 7946 0018",
             "202/555/0123",
@@ -318,7 +318,8 @@ mod tests {
         assert_eq!(id.as_str().len(), 22);
         assert_eq!(PublicId::parse(id.as_str()), Some(id.clone()));
         assert_ne!(PublicId::random(), id);
-        for bad in ["", "abc", "AAAAAAAAAAAAAAAAAAAAAAA", "AAAAAAAAAAAAAAAAAAAA+/", "AAAAAAAAAAAAAAAAAAAAA="] {
+        for bad in ["", "abc", "AAAAAAAAAAAAAAAAAAAAAAA", "AAAAAAAAAAAAAAAAAAAA+/", "AAAAAAAAAAAAAAAAAAAAA="]
+        {
             assert_eq!(PublicId::parse(bad), None, "{bad}");
         }
     }

@@ -58,7 +58,9 @@ fn page(status: StatusCode, title: &str, main: &str) -> Response {
     h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
     h.insert(
         header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static("default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'"),
+        HeaderValue::from_static(
+            "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
+        ),
     );
     res
 }
@@ -66,11 +68,15 @@ fn page(status: StatusCode, title: &str, main: &str) -> Response {
 /// The form, with an optional error tied to the field.
 fn form_page(status: StatusCode, id: &PublicId, expires_at: i64, error: Option<&str>) -> Response {
     let (invalid, described, error_html) = match error {
-        Some(e) => ("true", "code-error code-help", format!("<p id=\"code-error\" class=\"error\" role=\"alert\">{}</p>\n", escape(e))),
+        Some(e) => (
+            "true",
+            "code-error code-help",
+            format!("<p id=\"code-error\" class=\"error\" role=\"alert\">{}</p>\n", escape(e)),
+        ),
         None => ("false", "code-help", String::new()),
     };
     let main = format!(
-        "<h1>Confirm your demo sign-up</h1>\n<p>We sent a text with a 6-digit test code to the number you gave. Type it here before {until}.</p>\n{error_html}<form method=\"post\" action=\"/signup/{id}\">\n<label for=\"code\">Test code</label>\n<p id=\"code-help\" class=\"note\">6 digits, from the text message.</p>\n<input id=\"code\" name=\"code\" type=\"text\" inputmode=\"numeric\" autocomplete=\"one-time-code\" maxlength=\"12\" required aria-invalid=\"{invalid}\" aria-describedby=\"{described}\">\n<button type=\"submit\">Confirm</button>\n</form>\n<p class=\"note\">No text? It may take a minute. Only numbers the demo is open to get one.</p>",
+        "<h1>Confirm your demo sign-up</h1>\n<p>If your number can receive the preview, a text with a 6-digit test code was sent to it. Type the code here before {until}.</p>\n{error_html}<form method=\"post\" action=\"/signup/{id}\">\n<label for=\"code\">Test code</label>\n<p id=\"code-help\" class=\"note\">6 digits, from the text message.</p>\n<input id=\"code\" name=\"code\" type=\"text\" inputmode=\"numeric\" autocomplete=\"one-time-code\" maxlength=\"12\" required aria-invalid=\"{invalid}\" aria-describedby=\"{described}\">\n<button type=\"submit\">Confirm</button>\n</form>\n<p class=\"note\">No text? It may take a minute. Only numbers the demo is open to get one.</p>",
         until = clock_time(expires_at),
         id = escape(id.as_str()),
     );
@@ -173,12 +179,15 @@ pub async fn submit_confirm_code(
                 Ok(Some(s)) => s.expires_at(),
                 _ => now,
             };
-            let tries = if tries_left == 1 { "1 more try".to_owned() } else { format!("{tries_left} more tries") };
+            let tries =
+                if tries_left == 1 { "1 more try".to_owned() } else { format!("{tries_left} more tries") };
             form_page(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 &id,
                 expires_at,
-                Some(&format!("That code is not right. You have {tries} before the sign-up is locked for 15 minutes.")),
+                Some(&format!(
+                    "That code is not right. You have {tries} before the sign-up is locked for 15 minutes."
+                )),
             )
         }
         Ok(ConfirmOutcome::Locked { until }) => locked_page(StatusCode::TOO_MANY_REQUESTS, until, now),

@@ -21,10 +21,8 @@ pub const CODES: &[(&str, u16, &str)] = &[
 ];
 
 fn problem(base: &str, code: &str, detail: impl Into<String>, resolution: &str, instance: &str) -> Problem {
-    let (status, title) = CODES
-        .iter()
-        .find(|(c, ..)| *c == code)
-        .map_or((500, "Server error"), |(_, s, t)| (*s, *t));
+    let (status, title) =
+        CODES.iter().find(|(c, ..)| *c == code).map_or((500, "Server error"), |(_, s, t)| (*s, *t));
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     Problem::new(base, status, code, title, detail, resolution, instance)
 }
@@ -40,7 +38,13 @@ pub fn bad_request(base: &str, detail: impl Into<String>, instance: &str) -> Pro
 }
 
 pub fn forbidden(base: &str, detail: impl Into<String>, instance: &str) -> Problem {
-    problem(base, "forbidden", detail, "Only Twilio, signing with the account's auth token, may call this endpoint.", instance)
+    problem(
+        base,
+        "forbidden",
+        detail,
+        "Only Twilio, signing with the account's auth token, may call this endpoint.",
+        instance,
+    )
 }
 
 pub fn not_found(base: &str, instance: &str) -> Problem {
@@ -78,8 +82,14 @@ pub fn invalid_request(base: &str, detail: impl Into<String>, instance: &str) ->
 }
 
 pub fn rate_limited(base: &str, detail: &str, retry_after_secs: i64, instance: &str) -> Problem {
-    problem(base, "rate_limited", detail, "Wait the seconds in Retry-After, then send once; no retry loop.", instance)
-        .with_header(header::RETRY_AFTER, HeaderValue::from(retry_after_secs))
+    problem(
+        base,
+        "rate_limited",
+        detail,
+        "Wait the seconds in Retry-After, then send once; no retry loop.",
+        instance,
+    )
+    .with_header(header::RETRY_AFTER, HeaderValue::from(retry_after_secs))
 }
 
 pub fn server_error(base: &str, instance: &str) -> Problem {

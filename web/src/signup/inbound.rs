@@ -32,12 +32,19 @@ pub fn twilio_signature(auth_token: &str, url: &str, params: &[(String, String)]
 }
 
 fn escape_xml(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;").replace('\'', "&apos;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&apos;")
 }
 
 fn twiml(message: Option<&str>) -> Response {
     let body = match message {
-        Some(m) => format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?><Response><Message>{}</Message></Response>", escape_xml(m)),
+        Some(m) => format!(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Response><Message>{}</Message></Response>",
+            escape_xml(m)
+        ),
         None => "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Response></Response>".to_owned(),
     };
     let mut res = body.into_response();
@@ -62,8 +69,12 @@ pub async fn receive_inbound_sms(
         let expected = twilio_signature(token, &url, &params);
         let given = headers.get("x-twilio-signature").and_then(|v| v.to_str().ok()).unwrap_or_default();
         if !constant_time_eq(expected.as_bytes(), given.as_bytes()) {
-            return errors::forbidden(&state.base_url, "The X-Twilio-Signature header is missing or not valid.", uri.path())
-                .into_response();
+            return errors::forbidden(
+                &state.base_url,
+                "The X-Twilio-Signature header is missing or not valid.",
+                uri.path(),
+            )
+            .into_response();
         }
     }
     let field = |name: &str| params.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());

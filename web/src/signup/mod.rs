@@ -115,7 +115,11 @@ async fn not_found(State(state): State<SignupState>, OriginalUri(uri): OriginalU
 }
 
 /// A known path with a method it does not take. axum adds the `Allow` header.
-async fn method_not_allowed(State(state): State<SignupState>, method: Method, OriginalUri(uri): OriginalUri) -> Problem {
+async fn method_not_allowed(
+    State(state): State<SignupState>,
+    method: Method,
+    OriginalUri(uri): OriginalUri,
+) -> Problem {
     errors::method_not_allowed(&state.base_url, method.as_str(), uri.path())
 }
 
@@ -152,9 +156,12 @@ async fn start_signup(
         Some(refused) => {
             let detail = match refused {
                 Refused::PerAddress => "This address sent 10 sign-up requests in the last hour.",
-                Refused::Global => "The service took 500 sign-up requests in the last hour, its limit for everyone.",
+                Refused::Global => {
+                    "The service took 500 sign-up requests in the last hour, its limit for everyone."
+                }
             };
-            errors::rate_limited(&state.base_url, detail, decision.retry_after_secs, uri.path()).into_response()
+            errors::rate_limited(&state.base_url, detail, decision.retry_after_secs, uri.path())
+                .into_response()
         }
         None => start(&state, uri.path(), &headers, body).await,
     };
@@ -171,7 +178,9 @@ async fn start(state: &SignupState, path: &str, headers: &HeaderMap, body: Body)
     let new = match parse_signup(headers, &bytes) {
         Ok(new) => new,
         Err(BodyError::Unreadable(detail)) => return errors::bad_request(base, detail, path).into_response(),
-        Err(BodyError::Invalid(detail)) => return errors::invalid_request(base, detail, path).into_response(),
+        Err(BodyError::Invalid(detail)) => {
+            return errors::invalid_request(base, detail, path).into_response();
+        }
     };
     match state.desk.start_signup(new).await {
         Ok(StartOutcome::Accepted { public_id }) => {
@@ -326,9 +335,15 @@ mod tests {
         invalid(parse(None, r#"{"first_name":"Ada1","phone":"2025550234"}"#), "first_name must be");
         invalid(parse(None, r#"{"first_name":"Ada","phone":"555-0123"}"#), "10-digit");
         invalid(parse(None, r#"{"first_name":"Ada","phone":2025550234}"#), "phone must be a string");
-        invalid(parse(None, r#"{"first_name":"Ada","phone":"2025550234","symptoms":"x"}"#), "symptoms is not a field");
+        invalid(
+            parse(None, r#"{"first_name":"Ada","phone":"2025550234","symptoms":"x"}"#),
+            "symptoms is not a field",
+        );
         let long = "a".repeat(101);
-        invalid(parse(None, &format!(r#"{{"first_name":"Ada","phone":"2025550234","reason":"{long}"}}"#)), "reason");
+        invalid(
+            parse(None, &format!(r#"{{"first_name":"Ada","phone":"2025550234","reason":"{long}"}}"#)),
+            "reason",
+        );
         invalid(
             parse(Some("application/x-www-form-urlencoded"), "first_name=Ada&first_name=Bo&phone=2025550234"),
             "more than once",

@@ -18,8 +18,18 @@ const DEVELOPERS_MD: &str = include_str!("developers.md");
 /// The API routes of signup.md, with their operationIds: the index at `/api` lists these.
 const API_ENDPOINTS: &[(&str, &str, &str, &str)] = &[
     ("GET", "/api", "getApiIndex", "This list of endpoints."),
-    ("POST", "/api/signups", "startDemoSignup", "Start a demo sign-up; the person gets a code text and confirms on the confirm page."),
-    ("GET", "/api/signups/{public_id}", "getDemoSignupStatus", "Read a sign-up's state: pending, confirmed or expired."),
+    (
+        "POST",
+        "/api/signups",
+        "startDemoSignup",
+        "Start a demo sign-up; the person gets a code text and confirms on the confirm page.",
+    ),
+    (
+        "GET",
+        "/api/signups/{public_id}",
+        "getDemoSignupStatus",
+        "Read a sign-up's state: pending, confirmed or expired.",
+    ),
 ];
 
 fn problem_response(description: &str) -> Value {
@@ -286,7 +296,8 @@ pub async fn get_api_catalog(State(state): State<SignupState>) -> Response {
         serde_json::to_vec(&catalog).unwrap_or_default(),
         "application/linkset+json; profile=\"https://www.rfc-editor.org/info/rfc9727\"",
     );
-    if let Ok(link) = HeaderValue::from_str(&format!("<{base}/.well-known/api-catalog>; rel=\"api-catalog\"")) {
+    if let Ok(link) = HeaderValue::from_str(&format!("<{base}/.well-known/api-catalog>; rel=\"api-catalog\""))
+    {
         res.headers_mut().insert(header::LINK, link);
     }
     res
@@ -375,7 +386,8 @@ pub async fn get_developers_page(State(state): State<SignupState>, headers: Head
     let mut res = if prefers_markdown(&headers) {
         with_type(markdown, "text/markdown; charset=utf-8")
     } else {
-        let options = pulldown_cmark::Options::ENABLE_TABLES | pulldown_cmark::Options::ENABLE_HEADING_ATTRIBUTES;
+        let options =
+            pulldown_cmark::Options::ENABLE_TABLES | pulldown_cmark::Options::ENABLE_HEADING_ATTRIBUTES;
         let mut body = String::new();
         pulldown_cmark::html::push_html(&mut body, pulldown_cmark::Parser::new_ext(&markdown, options));
         let html = format!(
