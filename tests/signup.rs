@@ -571,6 +571,7 @@ async fn every_error_is_a_problem_document() {
     problem(s.get("/api/signups/a/b").send().await.expect("get"), 404, "not_found").await;
     problem(s.get("/api/signups/AAAAAAAAAAAAAAAAAAAAAA").send().await.expect("get"), 404, "not_found").await;
     problem(s.get("/api/signups/not-an-id").send().await.expect("get"), 404, "not_found").await;
+    problem(s.get("/api/signups/%FF%FE").send().await.expect("get"), 404, "not_found").await;
 
     let bad_json = s.post("/api/signups").header("content-type", "application/json").body("{\"first_name\":");
     let p = problem(bad_json.send().await.expect("post"), 400, "bad_request").await;

@@ -28,6 +28,7 @@ use agora_storage::time::Clock;
 use axum::Json;
 use axum::Router;
 use axum::body::{Body, Bytes};
+use axum::extract::rejection::PathRejection;
 use axum::extract::{ConnectInfo, OriginalUri, Path, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -214,10 +215,11 @@ async fn start(state: &SignupState, path: &str, headers: &HeaderMap, body: Body)
 /// The state of one sign-up (`getDemoSignupStatus`): `{status}` only.
 async fn get_signup_status(
     State(state): State<SignupState>,
-    Path(public_id): Path<String>,
+    public_id: Result<Path<String>, PathRejection>,
     OriginalUri(uri): OriginalUri,
 ) -> Response {
-    let Some(id) = PublicId::parse(&public_id) else {
+    // A path that does not even decode names no sign-up either.
+    let Some(id) = public_id.ok().and_then(|Path(p)| PublicId::parse(&p)) else {
         return errors::not_found(&state.base_url, uri.path()).into_response();
     };
     match state.store.signup(&id).await {
