@@ -13,6 +13,8 @@ use std::process::ExitCode;
 
 use agora_storage::ids::Handle;
 use agora_storage::people::{CredentialKind, NewCredential, Role, Scope};
+use agora_storage::signup::{DemoDay, PhoneNumber};
+use agora_storage::time::now_ms;
 use agora_storage::{DbSettings, StorageError, Store};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -21,7 +23,7 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::settings::{AdminCommand, Cli};
+use crate::settings::{AdminCommand, Cli, SignupCommand};
 
 /// The largest request line the admin socket reads.
 const MAX_REQUEST: usize = 64 * 1024;
@@ -30,8 +32,31 @@ const MAX_REQUEST: usize = 64 * 1024;
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "command", rename_all = "snake_case")]
 pub enum AdminRequest {
-    Bootstrap { name: String, handle: String, email: String },
-    Session { handle: String },
+    Bootstrap {
+        name: String,
+        handle: String,
+        email: String,
+    },
+    Session {
+        handle: String,
+    },
+    /// Opens (`true`) or closes the sign-up demo.
+    SignupSetOpen {
+        open: bool,
+    },
+    SignupStatus,
+    /// `key` is the server's `AGORA_SIGNUP_KEY` when set (the socket is owner-only).
+    SignupInvite {
+        phone: String,
+        key: Option<String>,
+    },
+    SignupUninvite {
+        phone: String,
+        key: Option<String>,
+    },
+    SignupOutbox {
+        limit: u32,
+    },
     StatsToken,
 }
 
@@ -87,6 +112,42 @@ pub async fn execute(store: &Store, request: AdminRequest) -> Result<Value, Admi
             let token = store.create_stats_token(agora_storage::time::now_ms()).await?;
             Ok(json!({ "token": token }))
         }
+        AdminRequest::SignupSetOpen { open } => {
+            store.set_demo_open(open).await?;
+            Ok(json!({ "open": open }))
+        }
+        AdminRequest::SignupStatus => {
+            let day = DemoDay::at(now_ms()).map_err(|e| AdminError::Invalid(e.to_string()))?;
+            Ok(serde_json::to_value(store.demo_status(&day).await?).unwrap_or_default())
+        }
+        AdminRequest::SignupInvite { phone, key } => {
+            let phone = PhoneNumber::parse(&phone).map_err(|e| AdminError::Invalid(e.to_string()))?;
+            let hash = store.signup_key(key.as_deref()).await?.phone_hash(&phone);
+            store.invite_tester(&hash, now_ms()).await?;
+            Ok(json!({ "invited": true, "to_last4": phone.last4() }))
+        }
+        AdminRequest::SignupUninvite { phone, key } => {
+            let phone = PhoneNumber::parse(&phone).map_err(|e| AdminError::Invalid(e.to_string()))?;
+            let hash = store.signup_key(key.as_deref()).await?.phone_hash(&phone);
+            let uninvited = store.uninvite_tester(&hash).await?;
+            Ok(json!({ "uninvited": uninvited, "to_last4": phone.last4() }))
+        }
+        AdminRequest::SignupOutbox { limit } => Ok(json!({ "texts": store.outbox(limit.min(1000)).await? })),
+    }
+}
+
+fn signup_request(command: &SignupCommand) -> (AdminRequest, bool) {
+    match command {
+        SignupCommand::Open { json } => (AdminRequest::SignupSetOpen { open: true }, *json),
+        SignupCommand::Close { json } => (AdminRequest::SignupSetOpen { open: false }, *json),
+        SignupCommand::Status { json } => (AdminRequest::SignupStatus, *json),
+        SignupCommand::Invite { phone, signup_key, json } => {
+            (AdminRequest::SignupInvite { phone: phone.clone(), key: signup_key.clone() }, *json)
+        }
+        SignupCommand::Uninvite { phone, signup_key, json } => {
+            (AdminRequest::SignupUninvite { phone: phone.clone(), key: signup_key.clone() }, *json)
+        }
+        SignupCommand::Outbox { limit, json } => (AdminRequest::SignupOutbox { limit: *limit }, *json),
     }
 }
 
@@ -193,6 +254,7 @@ pub async fn run(cli: &Cli, command: &AdminCommand) -> ExitCode {
         ),
         AdminCommand::Session { handle, json } => (AdminRequest::Session { handle: handle.clone() }, *json),
         AdminCommand::StatsToken { json } => (AdminRequest::StatsToken, *json),
+        AdminCommand::Signup(command) => signup_request(command),
     };
     let db = cli.db.to_settings();
     let outcome = match run_request(&db, cli.admin_socket.clone(), &request).await {
@@ -258,6 +320,40 @@ fn print_human(request: &AdminRequest, result: &Value) {
         AdminRequest::StatsToken => {
             println!("New statistics admin token (shown once; send it as Authorization: Bearer <token>):");
             println!("  {}", s("token"));
+        }
+        AdminRequest::SignupSetOpen { open: true } => {
+            println!("The demo is open: any valid number may get a code text.")
+        }
+        AdminRequest::SignupSetOpen { open: false } => {
+            println!("The demo is closed: only invited testers get code texts.")
+        }
+        AdminRequest::SignupStatus => {
+            let open = result.get("open").and_then(Value::as_bool).unwrap_or(false);
+            println!("Demo: {}", if open { "open to anyone" } else { "invited testers only" });
+            println!("Invited testers: {}", result.get("testers").and_then(Value::as_u64).unwrap_or(0));
+            println!(
+                "Texts on {} (Chicago): {}",
+                s("day"),
+                result.get("texts_today").and_then(Value::as_u64).unwrap_or(0)
+            );
+        }
+        AdminRequest::SignupInvite { .. } => println!("Invited the tester at ***-***-{}.", s("to_last4")),
+        AdminRequest::SignupUninvite { .. } => {
+            if result.get("uninvited").and_then(Value::as_bool) == Some(true) {
+                println!("Withdrew the invitation of ***-***-{}.", s("to_last4"));
+            } else {
+                println!("***-***-{} was not invited.", s("to_last4"));
+            }
+        }
+        AdminRequest::SignupOutbox { .. } => {
+            let texts = result.get("texts").and_then(Value::as_array).cloned().unwrap_or_default();
+            if texts.is_empty() {
+                println!("The outbox is empty.");
+            }
+            for t in texts {
+                let f = |k: &str| t.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
+                println!("{}  {}  to ***-***-{}\n  {}", f("at"), f("public_id"), f("to_last4"), f("body"));
+            }
         }
     }
 }

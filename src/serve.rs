@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use agora_actors::ActorSystem;
+use agora_actors::signup::SmsConfig;
 use agora_storage::{DbSettings, Store};
 use agora_web::{chat, pages, signup, stats};
 use anyhow::Context as _;
@@ -14,7 +15,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::admin;
-use crate::settings::{ServeArgs, Service};
+use crate::settings::{ServeArgs, Service, SmsSender};
 
 /// A service that is up: where it listens and the base URL it writes into absolute links.
 #[derive(Debug, Clone)]
@@ -88,7 +89,29 @@ pub async fn start(
     };
     let signup = if wants(Service::Signup) {
         let (listener, up) = bind(Service::Signup, args.signup_addr, args.signup_base_url.as_deref()).await?;
-        let state = signup::SignupState { store: store.clone(), base_url: up.base_url.clone() };
+        let sms = match args.sms {
+            SmsSender::Log => SmsConfig::Log,
+            SmsSender::Twilio => {
+                let need = |v: &Option<String>, name: &str| {
+                    v.clone().with_context(|| format!("AGORA_SMS=twilio needs {name}"))
+                };
+                SmsConfig::Twilio {
+                    base_url: args.twilio_base_url.clone(),
+                    account_sid: need(&args.twilio_account_sid, "AGORA_TWILIO_ACCOUNT_SID")?,
+                    auth_token: need(&args.twilio_auth_token, "AGORA_TWILIO_AUTH_TOKEN")?,
+                    from: need(&args.twilio_from, "AGORA_TWILIO_FROM")?,
+                }
+            }
+        };
+        let state = signup::SignupState::start(signup::SignupConfig {
+            store: store.clone(),
+            base_url: up.base_url.clone(),
+            clock: args.clock.clone(),
+            key: args.signup_key.clone(),
+            sms,
+        })
+        .await
+        .context("starting the sign-up service")?;
         serve(&mut tasks, &shutdown, listener, signup::router(state));
         Some(up)
     } else {

@@ -226,4 +226,64 @@ pub enum AdminCommand {
         #[arg(long)]
         json: bool,
     },
+    /// The demo sign-up: open or close the demo, invite testers, read the outbox.
+    #[command(subcommand)]
+    Signup(SignupCommand),
+}
+
+/// `agora admin signup ...`.
+#[derive(Debug, Subcommand)]
+pub enum SignupCommand {
+    /// Open the demo to anyone: every valid number may get a code text (within the limits).
+    Open {
+        /// Print one JSON object: `{"open": true}`.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Close the demo: only invited testers get code texts (the default).
+    Close {
+        /// Print one JSON object: `{"open": false}`.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show whether the demo is open, how many testers are invited and today's texts.
+    Status {
+        /// Print one JSON object: `{"open", "testers", "day", "texts_today"}`.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Invite a tester: their number gets code texts while the demo is closed. Only its keyed hash
+    /// is stored.
+    Invite {
+        /// The tester's US mobile number.
+        #[arg(long)]
+        phone: String,
+        /// The HMAC key the server uses, when it is set by the environment.
+        #[arg(long, env = "AGORA_SIGNUP_KEY", hide_env_values = true)]
+        signup_key: Option<String>,
+        /// Print one JSON object: `{"invited": true, "to_last4"}`.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Withdraw a tester's invitation.
+    Uninvite {
+        /// The tester's US mobile number.
+        #[arg(long)]
+        phone: String,
+        /// The HMAC key the server uses, when it is set by the environment.
+        #[arg(long, env = "AGORA_SIGNUP_KEY", hide_env_values = true)]
+        signup_key: Option<String>,
+        /// Print one JSON object: `{"uninvited": bool, "to_last4"}`.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the texts of the `log` sender, newest first (the bodies hold the codes).
+    Outbox {
+        /// How many texts, at most.
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+        /// Print one JSON object: `{"texts": [{"at", "public_id", "to_last4", "body"}]}`.
+        #[arg(long)]
+        json: bool,
+    },
 }

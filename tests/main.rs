@@ -6,4 +6,5 @@ mod chat;
 mod foundation;
 mod pages;
 mod stats;
+mod signup;
 mod support;

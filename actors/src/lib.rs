@@ -8,10 +8,12 @@
 //!   chat rules, and [`chat::Chat`], the handle for every chat write.
 //! - [`stats`]: the statistics fetchers: one `FetcherActor` per enabled site under the
 //!   `FetcherSupervisor`.
+//! - [`signup`]: the `SignupDesk`, which decides whether a code text goes out, and its text senders.
 //!
 //! Actors depend on `agora-storage` for persistence and know nothing of HTTP.
 
 pub mod chat;
+pub mod signup;
 pub mod stats;
 pub mod system;
 

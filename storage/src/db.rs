@@ -66,6 +66,7 @@ const MIGRATIONS: &[Migration] = &[
         name: "statistics: sites, metrics, points, rollups, fetch log",
         sql: include_str!("migrations/0003_stats.surql"),
     },
+    Migration { version: 4, name: "demo sign-up", sql: include_str!("migrations/0004_signup.surql") },
 ];
 
 /// The open store. Cheap to clone: every clone shares one connection and one directory lock.

@@ -13,6 +13,7 @@
 //!   the event log commits, each change with its event.
 //! - [`series`]: the series rules (durations, windows, buckets, `agg`, `fill`, sparklines), pure.
 //! - [`stats`]: tracked sites, metrics, points and their daily rollups, the fetch log.
+//! - [`signup`]: the demo sign-up: sign-ups, texts, daily counters, testers, opt-outs; its newtypes.
 //!
 //! This crate knows nothing of HTTP or actors.
 
@@ -24,6 +25,7 @@ pub mod people;
 pub mod secret;
 pub mod series;
 pub mod stats;
+pub mod signup;
 pub mod time;
 
 pub use db::{DbSettings, Store};
