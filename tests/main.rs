@@ -5,6 +5,6 @@
 mod chat;
 mod foundation;
 mod pages;
-mod stats;
 mod signup;
+mod stats;
 mod support;

@@ -24,8 +24,8 @@ pub mod ids;
 pub mod people;
 pub mod secret;
 pub mod series;
-pub mod stats;
 pub mod signup;
+pub mod stats;
 pub mod time;
 
 pub use db::{DbSettings, Store};
