@@ -55,7 +55,8 @@ pub async fn start(
     let wants = |s: Service| args.services.contains(&s);
     let chat = if wants(Service::Chat) {
         let (listener, up) = bind(Service::Chat, args.chat_addr, args.chat_base_url.as_deref()).await?;
-        let state = chat::ChatState::new(actors.chat(), up.base_url.clone());
+        let limits = chat::auth::Limits::new(args.posts_per_minute, args.reads_per_minute);
+        let state = chat::ChatState::new(actors.chat(), up.base_url.clone(), limits);
         serve(&mut tasks, &shutdown, listener, chat::router(state));
         Some(up)
     } else {

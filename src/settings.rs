@@ -159,6 +159,13 @@ pub struct ServeArgs {
     #[arg(long, env = "AGORA_SIGNUP_KEY", hide_env_values = true)]
     pub signup_key: Option<String>,
 
+    /// Messages one credential may post per minute (chat.md: 60). Raise it only for load tests.
+    #[arg(long, env = "AGORA_POSTS_PER_MINUTE", default_value_t = 60)]
+    pub posts_per_minute: u32,
+    /// Reads one credential may make per minute.
+    #[arg(long, env = "AGORA_READS_PER_MINUTE", default_value_t = 1200)]
+    pub reads_per_minute: u32,
+
     /// The most live sockets (`/cable`) held at once; more are refused with 503.
     #[arg(long, env = "AGORA_MAX_SOCKETS", default_value_t = 20_000)]
     pub max_sockets: usize,
@@ -188,6 +195,8 @@ impl ServeArgs {
             twilio_auth_token: None,
             twilio_from: None,
             signup_key: None,
+            posts_per_minute: 60,
+            reads_per_minute: 1200,
             max_sockets: 20_000,
             clock: Clock::system(),
         }

@@ -1,44 +1,303 @@
-//! agora's load generator: a black-box client speaking HTTP and ActionCable, recording latencies.
+//! agora's load generator: a black-box client of a running agora, recording latencies in
+//! HdrHistogram and ending with a table and a JSON summary.
 //!
-//! This is the skeleton: the command line is in place; the scenarios (`fanout`, `post`, `feed`,
-//! `connections`, `signup`) and the bare `baseline` server arrive with the load-test issue. It
-//! depends on none of agora's crates, so it measures only what a client sees.
+//! This first version has the HTTP scenarios of the chat API:
+//! - `post`: C concurrent posters over K channels for a while: acknowledged posts a second and
+//!   latency percentiles; afterwards every channel is read back and every acknowledged message
+//!   must be stored exactly once.
+//! - `paging`: fills one channel with N messages, then walks it from newest to oldest, one page of
+//!   100 at a time, and reports the time of pages near the newest end and near the oldest end.
+//!
+//! The socket scenarios (`fanout`, `connections`), `feed`, `signup` and the bare `baseline` server
+//! arrive with the load-test issue. It depends on none of agora's crates, so it measures only what
+//! a client sees. The server must allow the load (`--posts-per-minute`, `--reads-per-minute`).
 
+use std::collections::HashSet;
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use clap::{Parser, ValueEnum};
+use anyhow::{Context as _, bail};
+use clap::{Parser, Subcommand};
+use hdrhistogram::Histogram;
+use serde_json::{Value, json};
+use tokio::sync::Mutex;
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum Scenario {
-    /// S sockets in one channel, P posters: post-to-receive latency.
-    Fanout,
-    /// C concurrent posters over K channels: durable posts a second.
-    Post,
-    /// B bots following the cursor feed while writers post.
-    Feed,
-    /// N idle sockets: resident memory per socket.
-    Connections,
-    /// Bursts against the sign-up API's limits.
-    Signup,
-}
-
-/// Drive a running agora (or one it starts) and report latencies and rates.
+/// Drive a running agora and report rates and latencies.
 #[derive(Debug, Parser)]
 #[command(name = "agora-loadtest", version)]
 struct Args {
-    /// What to measure.
-    #[arg(value_enum)]
-    scenario: Scenario,
     /// Base URL of the chat service.
-    #[arg(long, default_value = "http://127.0.0.1:4000")]
+    #[arg(long, global = true, default_value = "http://127.0.0.1:4000")]
     chat_url: String,
+    /// A staff browser session token (`agora admin session --handle H`).
+    #[arg(long, global = true, env = "AGORA_LOADTEST_TOKEN", default_value = "")]
+    token: String,
+    #[command(subcommand)]
+    scenario: Scenario,
 }
 
-fn main() -> ExitCode {
+#[derive(Debug, Subcommand)]
+enum Scenario {
+    /// C concurrent posters over K channels: durable posts a second and latency.
+    Post {
+        #[arg(long, default_value_t = 32)]
+        posters: usize,
+        #[arg(long, default_value_t = 32)]
+        channels: usize,
+        /// Seconds to post for.
+        #[arg(long, default_value_t = 10)]
+        seconds: u64,
+    },
+    /// Fill one channel with N messages, then time its pages from newest to oldest.
+    Paging {
+        #[arg(long, default_value_t = 100_000)]
+        messages: usize,
+        /// Concurrent posters while filling.
+        #[arg(long, default_value_t = 32)]
+        posters: usize,
+    },
+}
+
+struct Client {
+    http: reqwest::Client,
+    base: String,
+    token: String,
+}
+
+impl Client {
+    async fn send(&self, req: reqwest::RequestBuilder) -> anyhow::Result<Value> {
+        let res = req.bearer_auth(&self.token).send().await?;
+        let status = res.status();
+        let body: Value = res.json().await.unwrap_or(Value::Null);
+        if !status.is_success() {
+            bail!("{status}: {body}");
+        }
+        Ok(body)
+    }
+
+    async fn post_json(&self, path: &str, body: Value) -> anyhow::Result<Value> {
+        self.send(self.http.post(format!("{}{path}", self.base)).json(&body)).await
+    }
+
+    async fn get(&self, path: &str) -> anyhow::Result<Value> {
+        self.send(self.http.get(format!("{}{path}", self.base))).await
+    }
+
+    async fn channel(&self, name: &str) -> anyhow::Result<String> {
+        let c = self.post_json("/channels", json!({ "name": name })).await?;
+        c["id"].as_str().map(str::to_owned).context("no channel id")
+    }
+
+    /// Every message id of a channel, walking it newest to oldest; with each page's latency.
+    async fn walk(&self, channel: &str) -> anyhow::Result<(Vec<String>, Vec<Duration>)> {
+        let mut ids = Vec::new();
+        let mut times = Vec::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let path = match &cursor {
+                None => format!("/channels/{channel}/messages?limit=100"),
+                Some(c) => format!("/channels/{channel}/messages?limit=100&cursor={c}"),
+            };
+            let started = Instant::now();
+            let page = self.get(&path).await?;
+            times.push(started.elapsed());
+            for m in page["items"].as_array().context("items")? {
+                ids.push(m["id"].as_str().context("id")?.to_owned());
+            }
+            match page["next_cursor"].as_str() {
+                Some(c) => cursor = Some(c.to_owned()),
+                None => return Ok((ids, times)),
+            }
+        }
+    }
+}
+
+fn histogram() -> Histogram<u64> {
+    // Microseconds, 1 µs to 60 s, 3 significant figures.
+    #[allow(clippy::expect_used)] // constant, valid bounds
+    Histogram::new_with_bounds(1, 60_000_000, 3).expect("valid histogram bounds")
+}
+
+fn ms(us: u64) -> f64 {
+    us as f64 / 1000.0
+}
+
+/// Posts from `posters` tasks over `channels` until `deadline` (or `total` posts); returns the
+/// acknowledged ids per channel and the latency histogram.
+async fn post_load(
+    client: Arc<Client>,
+    channels: Arc<Vec<String>>,
+    posters: usize,
+    deadline: Option<Instant>,
+    total: Option<usize>,
+) -> anyhow::Result<(Vec<Vec<String>>, Histogram<u64>, Duration, usize)> {
+    let acked: Arc<Mutex<Vec<Vec<String>>>> = Arc::new(Mutex::new(vec![Vec::new(); channels.len()]));
+    let hist = Arc::new(Mutex::new(histogram()));
+    let remaining = Arc::new(std::sync::atomic::AtomicUsize::new(total.unwrap_or(usize::MAX)));
+    let errors = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for p in 0..posters {
+        let (client, channels, acked, hist, remaining, errors) = (
+            client.clone(),
+            channels.clone(),
+            acked.clone(),
+            hist.clone(),
+            remaining.clone(),
+            errors.clone(),
+        );
+        tasks.push(tokio::spawn(async move {
+            let slot = p % channels.len();
+            let channel = &channels[slot];
+            let mut n = 0u64;
+            loop {
+                if deadline.is_some_and(|d| Instant::now() >= d) {
+                    break;
+                }
+                if remaining
+                    .fetch_update(
+                        std::sync::atomic::Ordering::SeqCst,
+                        std::sync::atomic::Ordering::SeqCst,
+                        |r| r.checked_sub(1),
+                    )
+                    .is_err()
+                {
+                    break;
+                }
+                n += 1;
+                let t = Instant::now();
+                let body =
+                    json!({ "body": format!("load p{p} n{n}"), "idempotency_key": format!("lt-{p}-{n}") });
+                match client.post_json(&format!("/channels/{channel}/messages"), body).await {
+                    Ok(m) => {
+                        let us = u64::try_from(t.elapsed().as_micros()).unwrap_or(u64::MAX);
+                        let _ = hist.lock().await.record(us.max(1));
+                        if let Some(id) = m["id"].as_str() {
+                            acked.lock().await[slot].push(id.to_owned());
+                        }
+                    }
+                    Err(e) => {
+                        if errors.fetch_add(1, std::sync::atomic::Ordering::SeqCst) < 5 {
+                            eprintln!("post failed: {e:#}");
+                        }
+                    }
+                }
+            }
+        }));
+    }
+    let mut last_report = Instant::now();
+    while tasks.iter().any(|t| !t.is_finished()) {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        if last_report.elapsed() >= Duration::from_secs(2) {
+            let done: usize = acked.lock().await.iter().map(Vec::len).sum();
+            eprintln!("  {:>6.1}s  {done} posts acknowledged", started.elapsed().as_secs_f64());
+            last_report = Instant::now();
+        }
+    }
+    for t in tasks {
+        t.await?;
+    }
+    let elapsed = started.elapsed();
+    let acked = Arc::try_unwrap(acked).map_err(|_| anyhow::anyhow!("posters still running"))?.into_inner();
+    let hist = Arc::try_unwrap(hist).map_err(|_| anyhow::anyhow!("posters still running"))?.into_inner();
+    Ok((acked, hist, elapsed, errors.load(std::sync::atomic::Ordering::SeqCst)))
+}
+
+async fn run(args: Args) -> anyhow::Result<Value> {
+    let http = reqwest::Client::builder().pool_max_idle_per_host(256).build()?;
+    let client =
+        Arc::new(Client { http, base: args.chat_url.trim_end_matches('/').to_owned(), token: args.token });
+    match args.scenario {
+        Scenario::Post { posters, channels, seconds } => {
+            let mut ids = Vec::new();
+            for i in 0..channels.max(1) {
+                ids.push(client.channel(&format!("load-{i}")).await?);
+            }
+            let ids = Arc::new(ids);
+            eprintln!("post: {posters} posters over {} channels for {seconds}s", ids.len());
+            let deadline = Instant::now() + Duration::from_secs(seconds);
+            let (acked, hist, elapsed, errors) =
+                post_load(client.clone(), ids.clone(), posters, Some(deadline), None).await?;
+            let total: usize = acked.iter().map(Vec::len).sum();
+            // Every acknowledged message is stored exactly once.
+            let mut missing = 0usize;
+            let mut duplicated = 0usize;
+            for (channel, acked) in ids.iter().zip(&acked) {
+                let (stored, _) = client.walk(channel).await?;
+                let unique: HashSet<&String> = stored.iter().collect();
+                duplicated += stored.len() - unique.len();
+                missing += acked.iter().filter(|id| !unique.contains(id)).count();
+            }
+            let rate = total as f64 / elapsed.as_secs_f64();
+            println!(
+                "| posters | channels | acknowledged | posts/s | p50 ms | p90 ms | p99 ms | max ms | errors | missing | duplicated |"
+            );
+            println!("|---|---|---|---|---|---|---|---|---|---|---|");
+            println!(
+                "| {posters} | {} | {total} | {rate:.0} | {:.2} | {:.2} | {:.2} | {:.2} | {errors} | {missing} | {duplicated} |",
+                ids.len(),
+                ms(hist.value_at_quantile(0.5)),
+                ms(hist.value_at_quantile(0.9)),
+                ms(hist.value_at_quantile(0.99)),
+                ms(hist.max())
+            );
+            Ok(json!({
+                "scenario": "post", "posters": posters, "channels": ids.len(), "seconds": elapsed.as_secs_f64(),
+                "acknowledged": total, "posts_per_second": rate, "errors": errors,
+                "p50_ms": ms(hist.value_at_quantile(0.5)), "p90_ms": ms(hist.value_at_quantile(0.9)),
+                "p99_ms": ms(hist.value_at_quantile(0.99)), "max_ms": ms(hist.max()),
+                "missing": missing, "duplicated": duplicated,
+            }))
+        }
+        Scenario::Paging { messages, posters } => {
+            let channel = client.channel("paging").await?;
+            eprintln!("paging: filling one channel with {messages} messages");
+            let ids = Arc::new(vec![channel.clone()]);
+            let (_, fill, elapsed, errors) =
+                post_load(client.clone(), ids, posters, None, Some(messages)).await?;
+            eprintln!(
+                "  filled in {:.1}s ({:.0} posts/s, p50 {:.2} ms, {errors} errors)",
+                elapsed.as_secs_f64(),
+                fill.len() as f64 / elapsed.as_secs_f64(),
+                ms(fill.value_at_quantile(0.5))
+            );
+            // Walk it twice; report the second walk (warm).
+            client.walk(&channel).await?;
+            let (stored, times) = client.walk(&channel).await?;
+            let pages = times.len();
+            let median = |slice: &[Duration]| {
+                let mut v: Vec<Duration> = slice.to_vec();
+                v.sort();
+                v.get(v.len() / 2).map_or(0.0, |d| d.as_secs_f64() * 1000.0)
+            };
+            let near_newest = median(&times[..pages.min(10)]);
+            let near_oldest = median(&times[pages.saturating_sub(10)..]);
+            let all = median(&times);
+            println!(
+                "| messages | pages of 100 | median page ms (all) | near the newest end | near the oldest end |"
+            );
+            println!("|---|---|---|---|---|");
+            println!("| {} | {pages} | {all:.2} | {near_newest:.2} | {near_oldest:.2} |", stored.len());
+            Ok(json!({
+                "scenario": "paging", "messages": stored.len(), "pages": pages,
+                "median_page_ms": all, "near_newest_ms": near_newest, "near_oldest_ms": near_oldest,
+            }))
+        }
+    }
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
     let args = Args::parse();
-    eprintln!(
-        "agora-loadtest: the {:?} scenario against {} is not built yet (see the load-test issue)",
-        args.scenario, args.chat_url
-    );
-    ExitCode::from(2)
+    match run(args).await {
+        Ok(summary) => {
+            println!("{summary}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("agora-loadtest: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
 }

@@ -18,11 +18,6 @@ use http::request::Parts;
 use super::ChatState;
 use super::error::ApiError;
 
-/// Posts a credential may make per minute (chat.md).
-pub const POSTS_PER_MINUTE: u32 = 60;
-/// Reads a credential may make per minute: generous, there to stop a runaway loop.
-pub const READS_PER_MINUTE: u32 = 1200;
-
 /// Per-credential limits (GCRA). The keyed state grows with the credentials seen; a sweeper drops
 /// entries that have been idle long enough to be full again, so it stays bounded by the active ones.
 pub struct Limits {
@@ -31,11 +26,13 @@ pub struct Limits {
 }
 
 impl Limits {
-    pub fn new() -> Arc<Limits> {
+    /// `posts` a minute (chat.md: 60) and `reads` a minute (generous: there to stop a runaway
+    /// loop) per credential.
+    pub fn new(posts: u32, reads: u32) -> Arc<Limits> {
         let per_minute = |n: u32| Quota::per_minute(NonZeroU32::new(n).unwrap_or(NonZeroU32::MIN));
         let limits = Arc::new(Limits {
-            posts: RateLimiter::keyed(per_minute(POSTS_PER_MINUTE)),
-            reads: RateLimiter::keyed(per_minute(READS_PER_MINUTE)),
+            posts: RateLimiter::keyed(per_minute(posts)),
+            reads: RateLimiter::keyed(per_minute(reads)),
         });
         let weak = Arc::downgrade(&limits);
         tokio::spawn(async move {

@@ -36,8 +36,8 @@ pub struct ChatState {
 }
 
 impl ChatState {
-    pub fn new(chat: Chat, base_url: String) -> ChatState {
-        ChatState { chat, base_url, limits: auth::Limits::new() }
+    pub fn new(chat: Chat, base_url: String, limits: Arc<auth::Limits>) -> ChatState {
+        ChatState { chat, base_url, limits }
     }
 }
 
