@@ -20,7 +20,19 @@ pub struct World {
 
 impl World {
     pub async fn new() -> World {
-        let app = spawn_app().await;
+        World::start(spawn_app().await).await
+    }
+
+    /// A world whose server lets one credential post and read without limit (for load in tests).
+    pub async fn unlimited() -> World {
+        let mut args = crate::support::test_args();
+        args.posts_per_minute = 1_000_000;
+        args.reads_per_minute = 1_000_000;
+        World::start(crate::support::spawn_app_with(agora_storage::DbSettings::memory(), None, args).await)
+            .await
+    }
+
+    async fn start(app: TestApp) -> World {
         let boot = execute(
             &app.running().store,
             AdminRequest::Bootstrap {

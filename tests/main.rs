@@ -3,6 +3,7 @@
 //! links all of SurrealDB.
 
 mod chat;
+mod feed;
 mod foundation;
 mod pages;
 mod signup;

@@ -1,7 +1,7 @@
 //! The chat API's handlers. Each parses its request, calls [`Chat`](agora_actors::chat::Chat) for a
 //! write or storage for a read, and shapes the answer.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use agora_actors::chat::channel::ChannelPatch;
 use agora_actors::chat::rules::{Caller, MessageBody};
@@ -616,6 +616,67 @@ pub async fn accept_invite(State(state): State<ChatState>, Path(code): Path<Stri
     }
     let (_, token) = store.issue_session(&person.id).await?;
     created(json!({ "person": wire::person(&person, true), "token": token }))
+}
+
+/// The most events one feed request looks through before answering with what it found so far.
+const MAX_FEED_SCAN: i64 = 20_000;
+
+/// # `GET /events`
+/// The cursor feed, oldest first. Without `cursor`: only `{latest_cursor}`. With it:
+/// `{items, next_cursor, latest_cursor}`. Only committed events are shown (the event log's
+/// watermark), so a reader never steps over an event that can still commit.
+pub async fn list_events(
+    State(state): State<ChatState>,
+    Reader(caller): Reader,
+    Query(q): Params,
+) -> ApiResult {
+    let limit = parse_limit(q.get("limit").map(String::as_str))?;
+    let watermark = *state.chat.event_log().committed().borrow();
+    let Some(raw) = q.get("cursor") else {
+        return ok(json!({ "latest_cursor": cursor::encode("ev1", &watermark.to_string()) }));
+    };
+    let after = cursor::decode_number("ev1", raw)?;
+    if after > watermark {
+        return Err(ApiError::bad_request("This cursor was not issued by this server."));
+    }
+    let store = state.chat.store();
+    let mine: HashSet<String> =
+        store.memberships(&caller.principal_id).await?.into_iter().map(|m| m.channel_id).collect();
+    let mut items = Vec::new();
+    let mut scanned_to = after;
+    let mut full = false;
+    while !full && scanned_to < watermark && scanned_to - after < MAX_FEED_SCAN {
+        let lo = scanned_to + 1;
+        let hi = watermark.min(lo + (limit as i64) * 4);
+        for event in store.events_between(lo, hi).await? {
+            let visible = mine.contains(&event.channel_id)
+                || (event.kind == agora_storage::chat::EventKind::MemberRemoved
+                    && event.member.as_ref().is_some_and(|m| m.id == caller.principal_id));
+            scanned_to = event.seq;
+            if visible {
+                items.push(wire::event(&event, cursor::encode("ev1", &event.seq.to_string())));
+                if items.len() == limit {
+                    full = true;
+                    break;
+                }
+            }
+        }
+        if !full {
+            scanned_to = hi;
+        }
+    }
+    let more = scanned_to < watermark;
+    let position = if more { scanned_to } else { items_last_seq(&items).unwrap_or(after) };
+    let next = more.then(|| cursor::encode("ev1", &scanned_to.to_string()));
+    let latest = if more { watermark } else { position };
+    ok(
+        json!({ "items": items, "next_cursor": next, "latest_cursor": cursor::encode("ev1", &latest.to_string()) }),
+    )
+}
+
+fn items_last_seq(items: &[Value]) -> Option<i64> {
+    let last = items.last()?;
+    cursor::decode_number("ev1", last["cursor"].as_str()?).ok()
 }
 
 /// # `GET /openapi.json`

@@ -56,6 +56,7 @@ pub fn router(state: ChatState) -> Router {
         .route("/messages/{id}", patch(h::edit_message).delete(h::delete_message))
         .route("/search", get(h::search))
         .route("/mentions", get(h::mentions))
+        .route("/events", get(h::list_events))
         .route("/people", get(h::list_people))
         .route("/bots", post(h::create_bot))
         .route("/bots/{id}", delete(h::delete_bot))

@@ -434,6 +434,28 @@ fn schemas() -> Value {
             }
         },
         "MessageList": list_of("Message"),
+        "Event": {
+            "type": "object",
+            "required": ["cursor", "kind", "at", "channel_id"],
+            "properties": {
+                "cursor": { "type": "string", "description": "The feed position after this event" },
+                "kind": { "type": "string", "enum": ["message.created", "message.updated", "message.deleted", "member.added", "member.removed", "channel.created"] },
+                "at": time,
+                "channel_id": { "type": "string" },
+                "message": schema("Message"),
+                "member": { "type": "object", "properties": { "id": { "type": "string" }, "kind": kind, "handle": { "type": "string" }, "name": { "type": "string" } } },
+                "channel": schema("Channel")
+            }
+        },
+        "EventPage": {
+            "type": "object",
+            "required": ["latest_cursor"],
+            "properties": {
+                "items": { "type": "array", "items": schema("Event") },
+                "next_cursor": { "type": ["string", "null"] },
+                "latest_cursor": { "type": "string" }
+            }
+        },
         "Channel": {
             "type": "object",
             "required": ["id", "name", "topic", "external", "created_at", "member_count"],

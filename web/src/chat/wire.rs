@@ -137,6 +137,27 @@ pub fn me(caller: &Caller, email: Option<&str>) -> Value {
     v
 }
 
+/// A feed item: `{cursor, kind, at, channel_id, message?, member?, channel?}`. The same item is a
+/// socket frame's `message`, so a client can resume the feed from the last frame's `cursor`.
+pub fn event(e: &agora_storage::chat::Event, cursor: String) -> Value {
+    let mut v = json!({
+        "cursor": cursor,
+        "kind": e.kind,
+        "at": rfc3339(e.at),
+        "channel_id": e.channel_id,
+    });
+    if let Some(m) = &e.message {
+        v["message"] = message(m);
+    }
+    if let Some(m) = &e.member {
+        v["member"] = member_ref(m);
+    }
+    if let Some(c) = &e.channel {
+        v["channel"] = channel(c);
+    }
+    v
+}
+
 /// The list envelope: `{items, next_cursor}`.
 pub fn list(items: Vec<Value>, next_cursor: Option<String>) -> Value {
     json!({ "items": items, "next_cursor": next_cursor })
