@@ -47,8 +47,9 @@ pub async fn start(
     args: ServeArgs,
 ) -> anyhow::Result<Running> {
     let store = Store::open(&db).await.with_context(|| format!("opening the store at {}", db.address))?;
-    let actors =
-        ActorSystem::start(store.clone(), args.clock.clone()).await.context("starting the actors")?;
+    let actors = ActorSystem::start(store.clone(), args.clock.clone(), chat::render_event())
+        .await
+        .context("starting the actors")?;
     let shutdown = CancellationToken::new();
     let mut tasks = JoinSet::new();
 
@@ -56,7 +57,7 @@ pub async fn start(
     let chat = if wants(Service::Chat) {
         let (listener, up) = bind(Service::Chat, args.chat_addr, args.chat_base_url.as_deref()).await?;
         let limits = chat::auth::Limits::new(args.posts_per_minute, args.reads_per_minute);
-        let state = chat::ChatState::new(actors.chat(), up.base_url.clone(), limits);
+        let state = chat::ChatState::new(actors.chat(), up.base_url.clone(), limits, args.max_sockets);
         serve(&mut tasks, &shutdown, listener, chat::router(state));
         Some(up)
     } else {
@@ -168,6 +169,9 @@ fn serve(
 impl Running {
     /// Stops accepting, lets in-flight requests finish, stops the actors and closes storage.
     pub async fn shutdown(mut self) -> anyhow::Result<()> {
+        // Live sockets first: each is told `server_restart` (reconnect) and closed, so the
+        // listeners are not kept waiting on upgraded connections.
+        self.actors.chat().sessions().shutdown();
         self.shutdown.cancel();
         let mut first_error = None;
         while let Some(done) = self.tasks.join_next().await {

@@ -32,6 +32,10 @@ impl World {
             .await
     }
 
+    pub async fn start_with(app: TestApp) -> World {
+        World::start(app).await
+    }
+
     async fn start(app: TestApp) -> World {
         let boot = execute(
             &app.running().store,

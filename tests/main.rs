@@ -2,6 +2,7 @@
 //! directory), talked to over real HTTP as a client would. One test binary, because every binary
 //! links all of SurrealDB.
 
+mod cable;
 mod chat;
 mod feed;
 mod foundation;

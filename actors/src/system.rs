@@ -10,6 +10,7 @@ use tokio::task::JoinHandle;
 use crate::chat::Chat;
 use crate::chat::channel::ChannelRegistry;
 use crate::chat::event_log::EventLog;
+use crate::chat::sessions::{Render, Sessions, start_fanout};
 
 /// The root supervisor. Every long-lived actor is spawned linked to it, so a crash is reported
 /// here and stopping the root stops the tree. A failed child is not restarted here: the registry
@@ -52,8 +53,12 @@ pub struct ActorSystem {
     root: ActorRef<RootMsg>,
     root_task: JoinHandle<()>,
     event_log_task: JoinHandle<()>,
+    fanout_task: JoinHandle<()>,
     chat: Chat,
 }
+
+/// Groups of committed events waiting for the fan-out; the event log waits when it is full.
+const FANOUT_QUEUE: usize = 1024;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -64,13 +69,17 @@ pub enum StartError {
 }
 
 impl ActorSystem {
-    /// Starts the root supervisor and the event log.
-    pub async fn start(store: Store, clock: Clock) -> Result<ActorSystem, StartError> {
+    /// Starts the root supervisor, the event log, and the fan-out of committed events to the
+    /// live sessions (rendered by `render`).
+    pub async fn start(store: Store, clock: Clock, render: Render) -> Result<ActorSystem, StartError> {
         let (root, root_task) = Actor::spawn(None, RootSupervisor, ()).await?;
-        let (event_log, event_log_task) = EventLog::start(store.clone(), clock.clone()).await?;
+        let sessions = Sessions::new();
+        let (fanout_tx, fanout_rx) = tokio::sync::mpsc::channel(FANOUT_QUEUE);
+        let fanout_task = start_fanout(store.clone(), sessions.clone(), render, fanout_rx);
+        let (event_log, event_log_task) = EventLog::start(store.clone(), clock.clone(), fanout_tx).await?;
         let registry = Arc::new(ChannelRegistry::new(root.get_cell()));
-        let chat = Chat::new(store, event_log, clock, registry);
-        Ok(ActorSystem { root, root_task, event_log_task, chat })
+        let chat = Chat::new(store, event_log, clock, registry, sessions);
+        Ok(ActorSystem { root, root_task, event_log_task, fanout_task, chat })
     }
 
     /// The chat handle the web layer uses.
@@ -86,7 +95,7 @@ impl ActorSystem {
     /// Stops every actor, children first, then lets the event log commit what is queued.
     /// Call it after the listeners have stopped, so nothing new arrives.
     pub async fn stop(self) {
-        let ActorSystem { root, root_task, event_log_task, chat } = self;
+        let ActorSystem { root, root_task, event_log_task, fanout_task, chat } = self;
         root.stop_children_and_wait(None, Some(std::time::Duration::from_secs(10))).await;
         root.stop(None);
         let _ = root_task.await;
@@ -94,5 +103,6 @@ impl ActorSystem {
         // them, this is the last.
         drop(chat);
         let _ = event_log_task.await;
+        let _ = fanout_task.await;
     }
 }

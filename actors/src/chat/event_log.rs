@@ -13,6 +13,8 @@
 use agora_storage::chat::{Change, Event};
 use agora_storage::time::Clock;
 use agora_storage::{StorageError, Store};
+use std::sync::Arc;
+
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
@@ -39,11 +41,18 @@ pub struct EventLog {
 impl EventLog {
     /// Starts the log after the last stored event. The task ends when every handle is dropped,
     /// after committing what was queued.
-    pub async fn start(store: Store, clock: Clock) -> Result<(EventLog, JoinHandle<()>), StorageError> {
+    ///
+    /// Every committed group of events is handed to `fanout` in commit order; the log waits for
+    /// room there (it is the live sockets' only source, so nothing may be dropped on the way).
+    pub async fn start(
+        store: Store,
+        clock: Clock,
+        fanout: mpsc::Sender<Arc<Vec<Event>>>,
+    ) -> Result<(EventLog, JoinHandle<()>), StorageError> {
         let last = store.last_event_seq().await?;
         let (tx, rx) = mpsc::channel(QUEUE);
         let (committed_tx, committed) = watch::channel(last);
-        let task = tokio::spawn(run(store, clock, rx, committed_tx, last));
+        let task = tokio::spawn(run(store, clock, rx, committed_tx, last, fanout));
         Ok((EventLog { tx, committed }, task))
     }
 
@@ -69,6 +78,7 @@ async fn run(
     mut rx: mpsc::Receiver<Pending>,
     committed: watch::Sender<i64>,
     mut last: i64,
+    fanout: mpsc::Sender<Arc<Vec<Event>>>,
 ) {
     let mut group: Vec<Pending> = Vec::with_capacity(MAX_GROUP);
     while rx.recv_many(&mut group, MAX_GROUP).await > 0 {
@@ -76,6 +86,8 @@ async fn run(
         match commit_with_retry(&store, last + 1, clock.now_ms(), &changes).await {
             Ok(events) => {
                 last += events.len() as i64;
+                committed.send_replace(last);
+                let _ = fanout.send(Arc::new(events.clone())).await;
                 for (pending, event) in group.drain(..).zip(events) {
                     let _ = pending.reply.send(Ok(event));
                 }
@@ -91,16 +103,16 @@ async fn run(
                     for pending in group.drain(..) {
                         let one = std::slice::from_ref(&pending.change);
                         let result = commit_with_retry(&store, last + 1, clock.now_ms(), one).await;
-                        let result = result.map(|mut events| {
+                        if let Ok(events) = &result {
                             last += 1;
-                            events.remove(0)
-                        });
-                        let _ = pending.reply.send(result);
+                            committed.send_replace(last);
+                            let _ = fanout.send(Arc::new(events.clone())).await;
+                        }
+                        let _ = pending.reply.send(result.map(|mut events| events.remove(0)));
                     }
                 }
             }
         }
-        committed.send_replace(last);
     }
 }
 

@@ -6,6 +6,7 @@
 pub mod channel;
 pub mod event_log;
 pub mod rules;
+pub mod sessions;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -47,6 +48,7 @@ pub enum ChatError {
 #[derive(Clone)]
 pub struct Chat {
     deps: Deps,
+    sessions: Arc<sessions::Sessions>,
 }
 
 impl Chat {
@@ -55,8 +57,14 @@ impl Chat {
         event_log: EventLog,
         clock: Clock,
         registry: Arc<ChannelRegistry>,
+        sessions: Arc<sessions::Sessions>,
     ) -> Chat {
-        Chat { deps: Deps { store, event_log, clock, registry } }
+        Chat { deps: Deps { store, event_log, clock, registry }, sessions }
+    }
+
+    /// The live socket sessions.
+    pub fn sessions(&self) -> &Arc<sessions::Sessions> {
+        &self.sessions
     }
 
     pub fn store(&self) -> &Store {

@@ -408,6 +408,7 @@ pub async fn delete_bot(
     if !is_id(&id, "b_") || !store.delete_bot(&id).await? {
         return Err(ApiError::not_found("No such bot."));
     }
+    state.chat.sessions().disconnect_principal(&id);
     let system = Caller::system();
     for membership in store.memberships(&id).await? {
         state.chat.remove_member(&system, &membership.channel_id, &id).await?;
@@ -465,6 +466,7 @@ pub async fn revoke_key(
         })
         .ok_or_else(|| ApiError::not_found("No such key."))?;
     store.revoke_credential(&key.pid).await?;
+    state.chat.sessions().disconnect_credential(&key.pid);
     no_content()
 }
 
@@ -520,6 +522,7 @@ pub async fn revoke_connector_token(
         .filter(|k| k.kind == CredentialKind::Connector)
         .ok_or_else(|| ApiError::not_found("No such connector token."))?;
     store.revoke_credential(&token.pid).await?;
+    state.chat.sessions().disconnect_credential(&token.pid);
     no_content()
 }
 

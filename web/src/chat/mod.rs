@@ -12,6 +12,7 @@
 
 pub mod auth;
 pub mod body;
+pub mod cable;
 pub mod error;
 pub mod handlers;
 pub mod openapi;
@@ -33,12 +34,20 @@ pub struct ChatState {
     /// Public base URL of the chat service, e.g. `http://127.0.0.1:4000`.
     pub base_url: String,
     pub limits: Arc<auth::Limits>,
+    pub tickets: Arc<cable::Tickets>,
+    /// The most live sockets held at once.
+    pub max_sockets: usize,
 }
 
 impl ChatState {
-    pub fn new(chat: Chat, base_url: String, limits: Arc<auth::Limits>) -> ChatState {
-        ChatState { chat, base_url, limits }
+    pub fn new(chat: Chat, base_url: String, limits: Arc<auth::Limits>, max_sockets: usize) -> ChatState {
+        ChatState { chat, base_url, limits, tickets: Arc::default(), max_sockets }
     }
+}
+
+/// How the fan-out renders an event for the live sockets: the same item `GET /events` shows.
+pub fn render_event() -> agora_actors::chat::sessions::Render {
+    Arc::new(|e| wire::event(e, wire::cursor::encode("ev1", &e.seq.to_string())))
 }
 
 /// The chat service's router.
@@ -57,6 +66,8 @@ pub fn router(state: ChatState) -> Router {
         .route("/search", get(h::search))
         .route("/mentions", get(h::mentions))
         .route("/events", get(h::list_events))
+        .route("/stream_tickets", post(cable::create_stream_ticket))
+        .route("/cable", get(cable::cable))
         .route("/people", get(h::list_people))
         .route("/bots", post(h::create_bot))
         .route("/bots/{id}", delete(h::delete_bot))

@@ -297,6 +297,7 @@ fn query_param(name: &str) -> Value {
             json!({ "type": "string", "minLength": 1, "maxLength": 200 }),
         ),
         "channel_id" => ("Only this channel", json!({ "type": "string" })),
+        "ticket" => ("A stream ticket from POST /stream_tickets", json!({ "type": "string" })),
         _ => ("", json!({ "type": "string" })),
     };
     json!({ "name": name, "in": "query", "required": name == "q", "description": description, "schema": schema })
@@ -313,6 +314,7 @@ fn operation(o: &Operation) -> Value {
     let mut responses = Map::new();
     let (status, body) = o.success;
     let description = match status {
+        101 => "Switching to the WebSocket protocol",
         201 => "Created",
         204 => "Done; no body",
         _ => "OK",
@@ -446,6 +448,11 @@ fn schemas() -> Value {
                 "member": { "type": "object", "properties": { "id": { "type": "string" }, "kind": kind, "handle": { "type": "string" }, "name": { "type": "string" } } },
                 "channel": schema("Channel")
             }
+        },
+        "StreamTicket": {
+            "type": "object",
+            "required": ["ticket", "expires_at", "url"],
+            "properties": { "ticket": { "type": "string" }, "expires_at": time, "url": { "type": "string", "description": "ws:// or wss:// address of /cable with the ticket" } }
         },
         "EventPage": {
             "type": "object",

@@ -1,0 +1,240 @@
+//! Live socket sessions and the fan-out of committed events to them.
+//!
+//! The event log hands every committed group of events to the fan-out task, in commit order. The
+//! task finds each event's readers (the channel's members, kept in a cache it updates from the
+//! member events themselves, plus a removed member for its own removal), renders the event once,
+//! and pushes the frame into each of their sessions' bounded queues. A session whose queue is full
+//! is disconnected (`reconnect: true`): it catches up from `GET /events`, and it never slows
+//! delivery to anyone else.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use agora_storage::Store;
+use agora_storage::chat::{Event, EventKind};
+use dashmap::DashMap;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// One frame as it goes on the wire, shared by every session that gets it.
+pub type Frame = Arc<str>;
+
+/// Renders an event as the feed item (the web layer's wire format).
+pub type Render = Arc<dyn Fn(&Event) -> serde_json::Value + Send + Sync>;
+
+/// Why a session is being closed: the ActionCable disconnect reason and whether to reconnect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Disconnect {
+    pub reason: &'static str,
+    pub reconnect: bool,
+}
+
+impl Disconnect {
+    pub const SLOW: Disconnect = Disconnect { reason: "remote", reconnect: true };
+    pub const RESTART: Disconnect = Disconnect { reason: "server_restart", reconnect: true };
+    pub const UNAUTHORIZED: Disconnect = Disconnect { reason: "unauthorized", reconnect: false };
+}
+
+/// Tells a session's task to close, and why (the first reason wins).
+#[derive(Debug, Default)]
+pub struct Closer {
+    token: CancellationToken,
+    reason: Mutex<Option<Disconnect>>,
+}
+
+impl Closer {
+    pub fn close(&self, why: Disconnect) {
+        if let Ok(mut reason) = self.reason.lock()
+            && reason.is_none()
+        {
+            *reason = Some(why);
+        }
+        self.token.cancel();
+    }
+
+    pub async fn closed(&self) -> Disconnect {
+        self.token.cancelled().await;
+        self.reason.lock().ok().and_then(|r| *r).unwrap_or(Disconnect::RESTART)
+    }
+}
+
+/// A subscribed session, as the registry holds it.
+#[derive(Clone)]
+pub struct SessionHandle {
+    pub id: u64,
+    pub credential_id: String,
+    /// The subscription identifier, echoed byte for byte in every frame.
+    pub identifier: Arc<str>,
+    /// The session's outbound queue: bounded; full means the client is too slow.
+    pub tx: mpsc::Sender<Frame>,
+    pub closer: Arc<Closer>,
+}
+
+/// The registry of subscribed sessions by principal, read by every fan-out.
+#[derive(Default)]
+pub struct Sessions {
+    /// Subscribed sessions by principal id. Bounded by the open sockets, which `--max-sockets`
+    /// caps; a session leaves when its socket closes.
+    by_principal: DashMap<String, Vec<SessionHandle>>,
+    /// Open sockets (subscribed or not), for the cap.
+    open: AtomicUsize,
+    next_id: AtomicU64,
+    /// Sockets opened after this is cancelled are told `server_restart` at once.
+    shutting_down: CancellationToken,
+    /// Every open socket's closer, for shutdown.
+    all: DashMap<u64, Arc<Closer>>,
+    delivered: AtomicU64,
+}
+
+impl Sessions {
+    pub fn new() -> Arc<Sessions> {
+        Arc::new(Sessions::default())
+    }
+
+    /// Counts a new socket in, unless `max` are open. Returns its id and closer.
+    pub fn open(&self, max: usize) -> Option<(u64, Arc<Closer>)> {
+        let previous = self.open.fetch_add(1, Ordering::SeqCst);
+        if previous >= max {
+            self.open.fetch_sub(1, Ordering::SeqCst);
+            return None;
+        }
+        let id = self.next_id.fetch_add(1, Ordering::SeqCst);
+        let closer = Arc::new(Closer::default());
+        if self.shutting_down.is_cancelled() {
+            closer.close(Disconnect::RESTART);
+        }
+        self.all.insert(id, closer.clone());
+        Some((id, closer))
+    }
+
+    /// Counts a socket out and removes its subscription.
+    pub fn close(&self, id: u64, principal_id: Option<&str>) {
+        if self.all.remove(&id).is_some() {
+            self.open.fetch_sub(1, Ordering::SeqCst);
+        }
+        if let Some(p) = principal_id {
+            self.unsubscribe(p, id);
+        }
+    }
+
+    pub fn subscribe(&self, principal_id: &str, handle: SessionHandle) {
+        self.by_principal.entry(principal_id.to_owned()).or_default().push(handle);
+    }
+
+    pub fn unsubscribe(&self, principal_id: &str, id: u64) {
+        if let Some(mut list) = self.by_principal.get_mut(principal_id) {
+            list.retain(|h| h.id != id);
+        }
+        self.by_principal.remove_if(principal_id, |_, list| list.is_empty());
+    }
+
+    /// Closes every socket of a credential (revoked).
+    pub fn disconnect_credential(&self, credential_id: &str) {
+        for entry in &self.by_principal {
+            for h in entry.value().iter().filter(|h| h.credential_id == credential_id) {
+                h.closer.close(Disconnect::UNAUTHORIZED);
+            }
+        }
+    }
+
+    /// Closes every socket of a principal (a deleted bot).
+    pub fn disconnect_principal(&self, principal_id: &str) {
+        if let Some(list) = self.by_principal.get(principal_id) {
+            for h in list.iter() {
+                h.closer.close(Disconnect::UNAUTHORIZED);
+            }
+        }
+    }
+
+    /// Tells every socket `server_restart`, and every later one at once.
+    pub fn shutdown(&self) {
+        self.shutting_down.cancel();
+        for entry in &self.all {
+            entry.value().close(Disconnect::RESTART);
+        }
+    }
+
+    pub fn open_sockets(&self) -> usize {
+        self.open.load(Ordering::SeqCst)
+    }
+
+    /// Frames handed to session queues so far.
+    pub fn delivered(&self) -> u64 {
+        self.delivered.load(Ordering::Relaxed)
+    }
+
+    /// Pushes `item` to every subscribed session of `principal_id`.
+    fn deliver(&self, principal_id: &str, item: &str, frames: &mut HashMap<Arc<str>, Frame>) {
+        let Some(list) = self.by_principal.get(principal_id) else { return };
+        for h in list.iter() {
+            let frame = frames
+                .entry(h.identifier.clone())
+                .or_insert_with(|| {
+                    let identifier = serde_json::to_string(&*h.identifier).unwrap_or_default();
+                    Arc::from(format!("{{\"identifier\":{identifier},\"message\":{item}}}"))
+                })
+                .clone();
+            match h.tx.try_send(frame) {
+                Ok(()) => {
+                    self.delivered.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(mpsc::error::TrySendError::Full(_)) => h.closer.close(Disconnect::SLOW),
+                Err(mpsc::error::TrySendError::Closed(_)) => {}
+            }
+        }
+    }
+}
+
+/// Starts the fan-out task: it ends when the event log's sender is dropped.
+pub fn start_fanout(
+    store: Store,
+    sessions: Arc<Sessions>,
+    render: Render,
+    mut rx: mpsc::Receiver<Arc<Vec<Event>>>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        // Members by channel, loaded on a channel's first event and kept current from the member
+        // events, which arrive here in commit order like everything else. Bounded by the channels.
+        let mut members: HashMap<String, HashSet<String>> = HashMap::new();
+        while let Some(events) = rx.recv().await {
+            for event in events.iter() {
+                if !members.contains_key(&event.channel_id) {
+                    let loaded = match store.channel_members(&event.channel_id).await {
+                        Ok(list) => list.into_iter().map(|m| m.principal_id).collect(),
+                        Err(e) => {
+                            tracing::error!(error = %e, "fan-out could not load members");
+                            HashSet::new()
+                        }
+                    };
+                    members.insert(event.channel_id.clone(), loaded);
+                }
+                let readers = members.entry(event.channel_id.clone()).or_default();
+                let mut extra = None;
+                match (&event.kind, &event.member) {
+                    (EventKind::MemberAdded, Some(m)) => {
+                        readers.insert(m.id.clone());
+                    }
+                    (EventKind::MemberRemoved, Some(m)) => {
+                        readers.remove(&m.id);
+                        extra = Some(m.id.clone());
+                    }
+                    (EventKind::ChannelCreated, _) => {
+                        if let Some(c) = &event.channel {
+                            readers.insert(c.created_by.clone());
+                        }
+                    }
+                    _ => {}
+                }
+                if sessions.by_principal.is_empty() {
+                    continue;
+                }
+                let item = render(event).to_string();
+                let mut frames = HashMap::new();
+                for principal in readers.iter().chain(extra.iter()) {
+                    sessions.deliver(principal, &item, &mut frames);
+                }
+            }
+        }
+    })
+}

@@ -1,0 +1,277 @@
+//! The live socket: stream tickets and `/cable`, speaking ActionCable (`actioncable-v1-json`) as
+//! Rails' own JavaScript client expects it.
+//!
+//! A socket's life: the upgrade selects `actioncable-v1-json`; the server sends `welcome` (or, for
+//! a bad, used or expired ticket, the `unauthorized` disconnect, and closes); a `ping` goes out
+//! every 3 seconds; `subscribe` to `EventsChannel` is confirmed (any other channel is rejected)
+//! and registers the session, which then gets every event the feed would show its credential.
+//! Frames wait in a bounded queue and are written in batches, one flush per batch.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agora_actors::chat::rules::Caller;
+use agora_actors::chat::sessions::{Closer, Disconnect, Frame, SessionHandle, Sessions};
+use agora_storage::secret::{new_token, token_hash};
+use agora_storage::time::rfc3339;
+use axum::extract::ws::{Message as WsMessage, Utf8Bytes, WebSocket, WebSocketUpgrade};
+use axum::extract::{Query, State};
+use axum::response::{IntoResponse, Response};
+use futures::{SinkExt as _, StreamExt as _};
+use http::StatusCode;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use super::ChatState;
+use super::auth::Reader;
+use super::error::ApiError;
+
+/// How long a stream ticket works.
+pub const TICKET_LIFETIME_MS: i64 = 60_000;
+/// The most unused tickets kept; beyond it, the oldest go first.
+const MAX_TICKETS: usize = 100_000;
+/// Frames a session may have waiting before it counts as too slow and is disconnected.
+pub const SESSION_QUEUE: usize = 512;
+const PING_EVERY: Duration = Duration::from_secs(3);
+/// How long one write to a client may take before the client counts as gone.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+/// The largest frame a client may send.
+const MAX_CLIENT_FRAME: usize = 64 * 1024;
+const EVENTS_CHANNEL: &str = "EventsChannel";
+
+struct Ticket {
+    caller: Caller,
+    expires_at: i64,
+}
+
+/// One-use stream tickets, by the SHA-256 of the ticket. In memory: they live 60 seconds, and a
+/// client whose ticket was lost to a restart asks for a new one.
+#[derive(Default)]
+pub struct Tickets {
+    by_hash: Mutex<HashMap<String, Ticket>>,
+}
+
+impl Tickets {
+    fn issue(&self, caller: Caller, now: i64) -> (String, i64) {
+        let ticket = new_token("st_");
+        let expires_at = now + TICKET_LIFETIME_MS;
+        if let Ok(mut map) = self.by_hash.lock() {
+            map.retain(|_, t| t.expires_at > now);
+            if map.len() >= MAX_TICKETS
+                && let Some(oldest) = map.iter().min_by_key(|(_, t)| t.expires_at).map(|(k, _)| k.clone())
+            {
+                map.remove(&oldest);
+            }
+            map.insert(token_hash(&ticket), Ticket { caller, expires_at });
+        }
+        (ticket, expires_at)
+    }
+
+    /// Takes a ticket: it works once, until it expires.
+    fn redeem(&self, ticket: &str, now: i64) -> Option<Caller> {
+        let mut map = self.by_hash.lock().ok()?;
+        let t = map.remove(&token_hash(ticket))?;
+        (t.expires_at > now).then_some(t.caller)
+    }
+}
+
+/// The socket address of the chat service: its base URL with `ws` for `http`.
+fn ws_base(base_url: &str) -> String {
+    if let Some(rest) = base_url.strip_prefix("https://") {
+        format!("wss://{rest}")
+    } else if let Some(rest) = base_url.strip_prefix("http://") {
+        format!("ws://{rest}")
+    } else {
+        base_url.to_owned()
+    }
+}
+
+/// # `POST /stream_tickets`
+/// A one-use ticket for `/cable`, bound to the caller's credential, valid 60 seconds.
+pub async fn create_stream_ticket(
+    State(state): State<ChatState>,
+    Reader(caller): Reader,
+) -> Result<Response, ApiError> {
+    let now = state.chat.clock().now_ms();
+    let (ticket, expires_at) = state.tickets.issue(caller, now);
+    let url = format!("{}/cable?ticket={ticket}", ws_base(&state.base_url));
+    Ok((
+        StatusCode::CREATED,
+        axum::Json(json!({ "ticket": ticket, "expires_at": rfc3339(expires_at), "url": url })),
+    )
+        .into_response())
+}
+
+/// # `GET /cable?ticket=`
+/// The live socket. A bad ticket still gets the upgrade, then the `unauthorized` disconnect: an
+/// HTTP error here would leave Rails' client retrying silently forever.
+pub async fn cable(
+    State(state): State<ChatState>,
+    Query(q): Query<HashMap<String, String>>,
+    ws: WebSocketUpgrade,
+) -> Response {
+    let sessions = state.chat.sessions().clone();
+    let Some((id, closer)) = sessions.open(state.max_sockets) else {
+        return ApiError::new(
+            super::ErrorCode::ServerError,
+            "The server holds as many sockets as it may; try again later.",
+        )
+        .into_response();
+    };
+    let now = state.chat.clock().now_ms();
+    let caller = q.get("ticket").and_then(|t| state.tickets.redeem(t, now));
+    ws.protocols(["actioncable-v1-json"])
+        .read_buffer_size(4 * 1024)
+        .write_buffer_size(8 * 1024)
+        .max_message_size(MAX_CLIENT_FRAME)
+        .max_frame_size(MAX_CLIENT_FRAME)
+        .on_upgrade(move |socket| async move {
+            let principal = caller.as_ref().map(|c| c.principal_id.clone());
+            run_session(socket, state, caller, id, closer).await;
+            sessions.close(id, principal.as_deref());
+        })
+}
+
+fn text(frame: &str) -> WsMessage {
+    WsMessage::Text(Utf8Bytes::from(frame))
+}
+
+async fn send(socket: &mut WebSocket, frame: &str) -> bool {
+    matches!(tokio::time::timeout(WRITE_TIMEOUT, socket.send(text(frame))).await, Ok(Ok(())))
+}
+
+fn disconnect_frame(why: Disconnect) -> String {
+    json!({ "type": "disconnect", "reason": why.reason, "reconnect": why.reconnect }).to_string()
+}
+
+async fn run_session(
+    mut socket: WebSocket,
+    state: ChatState,
+    caller: Option<Caller>,
+    id: u64,
+    closer: Arc<Closer>,
+) {
+    // Still valid? The credential may have been revoked since the ticket was issued.
+    let caller = match caller {
+        Some(c) => match state.chat.store().credential(&c.credential_id).await {
+            Ok(Some(cred)) if cred.revoked_at.is_none() => Some(c),
+            _ => None,
+        },
+        None => None,
+    };
+    let Some(caller) = caller else {
+        let _ = send(&mut socket, &disconnect_frame(Disconnect::UNAUTHORIZED)).await;
+        let _ = socket.close().await;
+        return;
+    };
+    if !send(&mut socket, r#"{"type":"welcome"}"#).await {
+        return;
+    }
+    let (tx, mut rx) = mpsc::channel::<Frame>(SESSION_QUEUE);
+    let (mut sink, mut stream) = socket.split();
+    let mut subscribed: Option<Arc<str>> = None;
+    let mut ping = tokio::time::interval(PING_EVERY);
+    ping.tick().await;
+    let sessions: &Sessions = state.chat.sessions();
+    let why = loop {
+        tokio::select! {
+            why = closer.closed() => break Some(why),
+            frame = rx.recv() => {
+                let Some(frame) = frame else { break None };
+                // Coalesce: everything already queued goes out with one flush.
+                let mut batch = vec![frame];
+                while batch.len() < 64 {
+                    match rx.try_recv() {
+                        Ok(f) => batch.push(f),
+                        Err(_) => break,
+                    }
+                }
+                let write = async {
+                    for f in &batch {
+                        sink.feed(text(f)).await?;
+                    }
+                    sink.flush().await
+                };
+                if !matches!(tokio::time::timeout(WRITE_TIMEOUT, write).await, Ok(Ok(()))) {
+                    break None;
+                }
+            }
+            _ = ping.tick() => {
+                let now = state.chat.clock().now_ms() / 1000;
+                let frame = format!(r#"{{"type":"ping","message":{now}}}"#);
+                if !matches!(tokio::time::timeout(WRITE_TIMEOUT, sink.send(text(&frame))).await, Ok(Ok(()))) {
+                    break None;
+                }
+            }
+            incoming = stream.next() => {
+                let Some(Ok(message)) = incoming else { break None };
+                let WsMessage::Text(body) = message else {
+                    if matches!(message, WsMessage::Close(_)) { break None }
+                    continue;
+                };
+                let reply = handle_command(body.as_str(), &caller, &mut subscribed, sessions, id, &tx, &closer);
+                if let Some(reply) = reply
+                    && !matches!(tokio::time::timeout(WRITE_TIMEOUT, sink.send(text(&reply))).await, Ok(Ok(())))
+                {
+                    break None;
+                }
+            }
+        }
+    };
+    if let Some(why) = why {
+        let _ = tokio::time::timeout(WRITE_TIMEOUT, sink.send(text(&disconnect_frame(why)))).await;
+        let _ = tokio::time::timeout(WRITE_TIMEOUT, sink.close()).await;
+    }
+    sessions.unsubscribe(&caller.principal_id, id);
+}
+
+/// Handles one client command; answers the frame to send back, if any.
+fn handle_command(
+    body: &str,
+    caller: &Caller,
+    subscribed: &mut Option<Arc<str>>,
+    sessions: &Sessions,
+    id: u64,
+    tx: &mpsc::Sender<Frame>,
+    closer: &Arc<Closer>,
+) -> Option<String> {
+    let command: Value = serde_json::from_str(body).ok()?;
+    let identifier = command.get("identifier").and_then(Value::as_str)?;
+    let channel = serde_json::from_str::<Value>(identifier)
+        .ok()
+        .and_then(|v| v.get("channel").and_then(Value::as_str).map(str::to_owned));
+    match command.get("command").and_then(Value::as_str)? {
+        "subscribe" => {
+            if channel.as_deref() != Some(EVENTS_CHANNEL) {
+                return Some(json!({ "identifier": identifier, "type": "reject_subscription" }).to_string());
+            }
+            if subscribed.is_some() {
+                // Rails' client repeats `subscribe` until it hears back: a repeat is ignored.
+                return None;
+            }
+            let identifier: Arc<str> = Arc::from(identifier);
+            sessions.subscribe(
+                &caller.principal_id,
+                SessionHandle {
+                    id,
+                    credential_id: caller.credential_id.clone(),
+                    identifier: identifier.clone(),
+                    tx: tx.clone(),
+                    closer: closer.clone(),
+                },
+            );
+            *subscribed = Some(identifier.clone());
+            Some(json!({ "identifier": &*identifier, "type": "confirm_subscription" }).to_string())
+        }
+        "unsubscribe" => {
+            if subscribed.as_deref() == Some(identifier) {
+                sessions.unsubscribe(&caller.principal_id, id);
+                *subscribed = None;
+            }
+            None
+        }
+        // EventsChannel has no actions.
+        _ => None,
+    }
+}
