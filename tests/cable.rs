@@ -237,3 +237,92 @@ async fn rails_own_actioncable_client_connects_and_receives_a_posted_message() {
     let _ = node.kill().await;
     w.app.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_socket_that_stops_reading_is_disconnected_and_others_keep_receiving() {
+    let w = World::unlimited().await;
+    let ch = w.channel("busy", false).await;
+    let mut slow = connect(ticket(&w, &w.staff).await["url"].as_str().expect("url")).await;
+    assert_eq!(next(&mut slow).await, Some(json!({ "type": "welcome" })));
+    subscribe(&mut slow).await;
+    let mut fast = connect(ticket(&w, &w.staff).await["url"].as_str().expect("url")).await;
+    assert_eq!(next(&mut fast).await, Some(json!({ "type": "welcome" })));
+    subscribe(&mut fast).await;
+
+    const POSTS: usize = 1200;
+    // The fast reader counts every post it receives, while the slow one reads nothing.
+    let reader = tokio::spawn(async move {
+        let mut got = 0;
+        while got < POSTS {
+            let Some(frame) = next_within(&mut fast, Duration::from_secs(30)).await else { break };
+            if frame["message"]["kind"] == "message.created" {
+                got += 1;
+            }
+        }
+        got
+    });
+    // Big messages fill the slow socket's queue and the kernel's buffers quickly.
+    let big = "x".repeat(10_000);
+    let mut posters = Vec::new();
+    for p in 0..8 {
+        let chat = w.chat().clone();
+        let token = w.staff.clone();
+        let path = format!("/channels/{ch}/messages");
+        let big = big.clone();
+        posters.push(tokio::spawn(async move {
+            for _ in 0..POSTS / 8 {
+                let res = chat
+                    .post(&path)
+                    .bearer_auth(&token)
+                    .json(&json!({ "body": big }))
+                    .send()
+                    .await
+                    .expect("post");
+                assert_eq!(res.status(), 201, "post {p}");
+            }
+        }));
+    }
+    for p in posters {
+        p.await.expect("poster");
+    }
+    assert_eq!(reader.await.expect("reader"), POSTS, "the reading socket got every post meanwhile");
+    // The slow socket, once it reads again, finds what was buffered and then the disconnect.
+    let mut last = None;
+    while let Some(frame) = next_within(&mut slow, Duration::from_secs(10)).await {
+        if frame.get("type").is_some() {
+            last = Some(frame);
+            break;
+        }
+    }
+    assert_eq!(last, Some(json!({ "type": "disconnect", "reason": "remote", "reconnect": true })));
+    w.app.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_number_of_sockets_is_capped_by_a_setting() {
+    let mut args = crate::support::test_args();
+    args.max_sockets = 1;
+    let w = World::start_with(
+        crate::support::spawn_app_with(agora_storage::DbSettings::memory(), None, args).await,
+    )
+    .await;
+    let mut first = connect(ticket(&w, &w.staff).await["url"].as_str().expect("url")).await;
+    assert_eq!(next(&mut first).await, Some(json!({ "type": "welcome" })));
+    let second = ticket(&w, &w.staff).await;
+    let mut req = second["url"].as_str().expect("url").into_client_request().expect("request");
+    req.headers_mut().insert("Sec-WebSocket-Protocol", "actioncable-v1-json".parse().expect("header"));
+    let refused = tokio_tungstenite::connect_async(req).await;
+    match refused {
+        Err(tokio_tungstenite::tungstenite::Error::Http(res)) => {
+            assert_eq!(
+                res.status(),
+                503,
+                "{:?}",
+                res.body().as_ref().map(|b| String::from_utf8_lossy(b).to_string())
+            )
+        }
+        other => panic!("a second socket must be refused: {:?}", other.map(|_| ())),
+    }
+    drop(first);
+    w.app.shutdown().await;
+}

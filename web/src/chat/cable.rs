@@ -113,11 +113,15 @@ pub async fn cable(
 ) -> Response {
     let sessions = state.chat.sessions().clone();
     let Some((id, closer)) = sessions.open(state.max_sockets) else {
-        return ApiError::new(
+        // Refused before the upgrade: the cap is a server condition, not a bad ticket.
+        let mut res = ApiError::new(
             super::ErrorCode::ServerError,
             "The server holds as many sockets as it may; try again later.",
         )
         .into_response();
+        *res.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+        res.headers_mut().insert(http::header::RETRY_AFTER, http::HeaderValue::from_static("5"));
+        return res;
     };
     let now = state.chat.clock().now_ms();
     let caller = q.get("ticket").and_then(|t| state.tickets.redeem(t, now));
