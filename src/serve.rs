@@ -111,6 +111,7 @@ pub async fn start(
             clock: args.clock.clone(),
             key: args.signup_key.clone(),
             sms,
+            supervisor: Some(actors.root_cell()),
         })
         .await
         .context("starting the sign-up service")?;

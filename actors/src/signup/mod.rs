@@ -309,6 +309,8 @@ pub struct DeskConfig {
     pub key: Option<String>,
     pub sms: SmsConfig,
     pub base_url: String,
+    /// The supervisor to link the desk under (the root); `None` runs it alone.
+    pub supervisor: Option<ractor::ActorCell>,
 }
 
 impl Desk {
@@ -325,8 +327,11 @@ impl Desk {
         };
         let args =
             DeskArgs { store: config.store, clock: config.clock, key, sender, base_url: config.base_url };
-        let (actor, _) =
-            Actor::spawn(None, SignupDesk, args).await.map_err(|e| DeskError::Config(e.to_string()))?;
+        let spawned = match config.supervisor {
+            Some(supervisor) => Actor::spawn_linked(None, SignupDesk, args, supervisor).await,
+            None => Actor::spawn(None, SignupDesk, args).await,
+        };
+        let (actor, _) = spawned.map_err(|e| DeskError::Config(e.to_string()))?;
         let stop = Arc::new(StopOnDrop(actor.get_cell()));
         Ok(Desk { actor, _stop: stop })
     }

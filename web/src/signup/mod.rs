@@ -62,6 +62,8 @@ pub struct SignupConfig {
     /// `AGORA_SIGNUP_KEY`.
     pub key: Option<String>,
     pub sms: SmsConfig,
+    /// The supervisor to link the desk under.
+    pub supervisor: Option<ractor::ActorCell>,
 }
 
 impl SignupState {
@@ -77,6 +79,7 @@ impl SignupState {
             key: config.key,
             sms: config.sms,
             base_url: config.base_url.clone(),
+            supervisor: config.supervisor,
         })
         .await?;
         Ok(SignupState {
