@@ -137,6 +137,8 @@ async fn post_load(
     let remaining = Arc::new(std::sync::atomic::AtomicUsize::new(total.unwrap_or(usize::MAX)));
     let errors = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let started = Instant::now();
+    // Idempotency keys unique to this run, so a second run never replays the first one's posts.
+    let run = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
     let mut tasks = Vec::new();
     for p in 0..posters {
         let (client, channels, acked, hist, remaining, errors) = (
@@ -168,7 +170,7 @@ async fn post_load(
                 n += 1;
                 let t = Instant::now();
                 let body =
-                    json!({ "body": format!("load p{p} n{n}"), "idempotency_key": format!("lt-{p}-{n}") });
+                    json!({ "body": format!("load p{p} n{n}"), "idempotency_key": format!("lt-{run}-{p}-{n}") });
                 match client.post_json(&format!("/channels/{channel}/messages"), body).await {
                     Ok(m) => {
                         let us = u64::try_from(t.elapsed().as_micros()).unwrap_or(u64::MAX);
