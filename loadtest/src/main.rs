@@ -138,7 +138,8 @@ async fn post_load(
     let errors = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let started = Instant::now();
     // Idempotency keys unique to this run, so a second run never replays the first one's posts.
-    let run = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    let run =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
     let mut tasks = Vec::new();
     for p in 0..posters {
         let (client, channels, acked, hist, remaining, errors) = (
