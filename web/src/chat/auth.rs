@@ -80,6 +80,36 @@ async fn authenticate(parts: &Parts, state: &ChatState) -> Result<Caller, ApiErr
     Ok(Caller::from_principal(&principal))
 }
 
+/// The access levels of `x-agora-access`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Level {
+    Read,
+    Member,
+    Staff,
+}
+
+/// Authenticates the request and checks it against `level`.
+async fn admit(parts: &Parts, state: &ChatState, level: Level) -> Result<Caller, ApiError> {
+    let caller = authenticate(parts, state).await?;
+    match level {
+        Level::Read => {
+            if parts.method == http::Method::GET {
+                state.limits.read(&caller.credential_id)?;
+            }
+        }
+        Level::Member if !caller.may_write() => {
+            return Err(ApiError::forbidden("This credential has read scope: it cannot write."));
+        }
+        Level::Staff if !caller.is_staff() => {
+            return Err(ApiError::forbidden(
+                "Only staff, signed in to the web site, may do this (person keys and connectors never get staff powers).",
+            ));
+        }
+        Level::Member | Level::Staff => {}
+    }
+    Ok(caller)
+}
+
 /// Access level `read`: any valid credential.
 pub struct Reader(pub Caller);
 
@@ -89,55 +119,22 @@ pub struct Writer(pub Caller);
 /// Access level `staff`: a staff person's browser session.
 pub struct Staff(pub Caller);
 
-impl<S> FromRequestParts<S> for Reader
-where
-    ChatState: FromRef<S>,
-    S: Send + Sync,
-{
-    type Rejection = ApiError;
+macro_rules! access_extractor {
+    ($name:ident, $level:expr) => {
+        impl<S> FromRequestParts<S> for $name
+        where
+            ChatState: FromRef<S>,
+            S: Send + Sync,
+        {
+            type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        let state = ChatState::from_ref(state);
-        let caller = authenticate(parts, &state).await?;
-        if parts.method == http::Method::GET {
-            state.limits.read(&caller.credential_id)?;
+            async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+                admit(parts, &ChatState::from_ref(state), $level).await.map($name)
+            }
         }
-        Ok(Reader(caller))
-    }
+    };
 }
 
-impl<S> FromRequestParts<S> for Writer
-where
-    ChatState: FromRef<S>,
-    S: Send + Sync,
-{
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        let state = ChatState::from_ref(state);
-        let caller = authenticate(parts, &state).await?;
-        if !caller.may_write() {
-            return Err(ApiError::forbidden("This credential has read scope: it cannot write."));
-        }
-        Ok(Writer(caller))
-    }
-}
-
-impl<S> FromRequestParts<S> for Staff
-where
-    ChatState: FromRef<S>,
-    S: Send + Sync,
-{
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        let state = ChatState::from_ref(state);
-        let caller = authenticate(parts, &state).await?;
-        if !caller.is_staff() {
-            return Err(ApiError::forbidden(
-                "Only staff, signed in to the web site, may do this (person keys and connectors never get staff powers).",
-            ));
-        }
-        Ok(Staff(caller))
-    }
-}
+access_extractor!(Reader, Level::Read);
+access_extractor!(Writer, Level::Member);
+access_extractor!(Staff, Level::Staff);

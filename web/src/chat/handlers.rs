@@ -91,16 +91,21 @@ pub async fn list_channels(
     ok(wire::list(items, next))
 }
 
-fn channel_name(raw: String) -> Result<String, ApiError> {
+/// A name: trimmed, 1 to `max` characters, no control characters; `422 invalid_name` otherwise.
+fn name_field(raw: String, max: usize) -> Result<String, ApiError> {
     let name = raw.trim().to_owned();
-    if name.is_empty() || name.chars().count() > 80 || name.chars().any(char::is_control) {
+    if name.is_empty() || name.chars().count() > max || name.chars().any(char::is_control) {
         return Err(ApiError::unprocessable(
             "name",
             "invalid_name",
-            "name must be 1 to 80 characters of text",
+            format!("name must be 1 to {max} characters of text"),
         ));
     }
     Ok(name)
+}
+
+fn channel_name(raw: String) -> Result<String, ApiError> {
+    name_field(raw, 80)
 }
 
 fn channel_topic(raw: Option<String>) -> Result<Option<String>, ApiError> {
@@ -383,14 +388,7 @@ pub async fn list_people(
 /// The answer carries the bot's token, once.
 pub async fn create_bot(State(state): State<ChatState>, Staff(caller): Staff, body: JsonObject) -> ApiResult {
     let f = body.only(&["name", "handle"])?;
-    let name = f.string("name")?.trim().to_owned();
-    if name.is_empty() || name.chars().count() > 80 || name.chars().any(char::is_control) {
-        return Err(ApiError::unprocessable(
-            "name",
-            "invalid_name",
-            "name must be 1 to 80 characters of text",
-        ));
-    }
+    let name = name_field(f.string("name")?, 80)?;
     let handle = Handle::parse(&f.string("handle")?)
         .map_err(|e| ApiError::unprocessable("handle", "invalid_handle", e.to_string()))?;
     let (bot, token) = state.chat.store().create_bot(&name, &handle, &caller.principal_id).await?;
@@ -420,14 +418,7 @@ pub async fn delete_bot(
 /// A person key for the caller (a staff person, from a browser session); the token once.
 pub async fn create_key(State(state): State<ChatState>, Staff(caller): Staff, body: JsonObject) -> ApiResult {
     let f = body.only(&["name"])?;
-    let name = f.string("name")?.trim().to_owned();
-    if name.is_empty() || name.chars().count() > 60 || name.chars().any(char::is_control) {
-        return Err(ApiError::unprocessable(
-            "name",
-            "invalid_name",
-            "name must be 1 to 60 characters of text",
-        ));
-    }
+    let name = name_field(f.string("name")?, 60)?;
     let (key, token) = state
         .chat
         .store()
@@ -538,14 +529,7 @@ pub async fn create_invite(
     if !email.contains('@') || email.chars().count() > 254 || email.chars().any(char::is_whitespace) {
         return Err(ApiError::unprocessable("email", "invalid_email", "email must be an e-mail address"));
     }
-    let name = f.string("name")?.trim().to_owned();
-    if name.is_empty() || name.chars().count() > 80 || name.chars().any(char::is_control) {
-        return Err(ApiError::unprocessable(
-            "name",
-            "invalid_name",
-            "name must be 1 to 80 characters of text",
-        ));
-    }
+    let name = name_field(f.string("name")?, 80)?;
     let channel_ids = f.opt_string_list("channel_ids")?.unwrap_or_default();
     for id in &channel_ids {
         let (channel, _) = my_channel(&state, &caller, id).await.map_err(|_| {
