@@ -306,25 +306,8 @@ impl Store {
 
     /// Several channels by id, in the order asked (missing ones left out), in one round trip.
     pub async fn channels_by_id(&self, ids: &[String]) -> Result<Vec<Channel>> {
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut sql = String::new();
-        let mut vars = serde_json::Map::new();
-        for (i, id) in ids.iter().enumerate() {
-            let _ = writeln!(sql, "SELECT * FROM type::record('channel', $c{i});");
-            vars.insert(format!("c{i}"), json!(id));
-        }
-        let results = self.execute(&sql, Value::Object(vars)).await?;
-        let mut out = Vec::with_capacity(ids.len());
-        for rows in results {
-            if let Value::Array(rows) = rows
-                && let Some(row) = rows.into_iter().next()
-            {
-                out.push(decode(row)?);
-            }
-        }
-        Ok(out)
+        let keys: Vec<Value> = ids.iter().map(|id| json!(id)).collect();
+        self.get_many("channel", &keys).await?.into_iter().flatten().map(decode).collect()
     }
 
     /// Updates a channel's name, topic or external flag (no event: chat.md has none for it).
@@ -414,22 +397,9 @@ impl Store {
 
     /// Which of `handles` belong to a person or bot.
     pub async fn existing_handles(&self, handles: &[String]) -> Result<Vec<String>> {
-        if handles.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut sql = String::new();
-        let mut vars = serde_json::Map::new();
-        for (i, h) in handles.iter().enumerate() {
-            let _ = writeln!(sql, "SELECT owner FROM type::record('handle', $h{i});");
-            vars.insert(format!("h{i}"), json!(h));
-        }
-        let results = self.execute(&sql, Value::Object(vars)).await?;
-        Ok(handles
-            .iter()
-            .zip(results)
-            .filter(|(_, rows)| rows.as_array().is_some_and(|r| !r.is_empty()))
-            .map(|(h, _)| h.clone())
-            .collect())
+        let keys: Vec<Value> = handles.iter().map(|h| json!(h)).collect();
+        let found = self.get_many("handle", &keys).await?;
+        Ok(handles.iter().zip(found).filter(|(_, row)| row.is_some()).map(|(h, _)| h.clone()).collect())
     }
 
     /// Full-text search over the live messages of `channel_ids`: every word must match (on
@@ -470,17 +440,10 @@ impl Store {
                 json!({ "h": handle, "channels": channel_ids, "limit": limit, "offset": offset }),
             )
             .await?;
-        let mut out = Vec::with_capacity(rows.len());
-        for row in rows {
-            let channel = row.get("channel_id").and_then(Value::as_str).unwrap_or_default();
-            let seq = row.get("seq").and_then(Value::as_i64).unwrap_or_default();
-            if let Some(m) = self.message(channel, seq).await?
-                && !m.deleted
-            {
-                out.push(m);
-            }
-        }
-        Ok(out)
+        let keys: Vec<Value> = rows.iter().map(|r| json!([r.get("channel_id"), r.get("seq")])).collect();
+        let messages: Vec<Message> =
+            self.get_many("msg", &keys).await?.into_iter().flatten().map(decode).collect::<Result<_>>()?;
+        Ok(messages.into_iter().filter(|m| !m.deleted).collect())
     }
 
     /// The sequence number of the newest event (0 when none).

@@ -183,6 +183,30 @@ impl Store {
         })
     }
 
+    /// Several records of `table` by key, in one round trip: one direct key lookup each. The
+    /// answer has one entry per key, in order (`None` where there is no such record).
+    pub(crate) async fn get_many(&self, table: &str, keys: &[Value]) -> Result<Vec<Option<Value>>> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut sql = String::new();
+        let mut vars = serde_json::Map::new();
+        vars.insert("table".into(), Value::String(table.to_owned()));
+        for (i, key) in keys.iter().enumerate() {
+            sql.push_str(&format!("SELECT * FROM type::record($table, $k{i});\n"));
+            vars.insert(format!("k{i}"), key.clone());
+        }
+        let results = self.execute(&sql, Value::Object(vars)).await?;
+        Ok(results
+            .into_iter()
+            .map(|rows| match rows {
+                Value::Array(rows) => rows.into_iter().next(),
+                Value::Null => None,
+                other => Some(other),
+            })
+            .collect())
+    }
+
     /// Runs statements with `vars` bound, failing if any statement failed; returns every statement's
     /// result. When a transaction fails, the error returned is the statement that caused it, not
     /// the "not executed" of its neighbours.
