@@ -49,6 +49,20 @@ enum Scenario {
         #[arg(long, default_value_t = 10)]
         seconds: u64,
     },
+    /// S sockets subscribed to one channel; posts at R a second: post-to-receive latency at every
+    /// receiver, frames lost or repeated, and the server's memory per idle socket.
+    Fanout {
+        #[arg(long, default_value_t = 1000)]
+        sockets: usize,
+        #[arg(long, default_value_t = 100)]
+        posts: usize,
+        /// Posts a second.
+        #[arg(long, default_value_t = 10.0)]
+        rate: f64,
+        /// The server's process id, to read its resident memory (Linux /proc).
+        #[arg(long)]
+        server_pid: Option<u32>,
+    },
     /// Fill one channel with N messages, then time its pages from newest to oldest.
     Paging {
         #[arg(long, default_value_t = 100_000)]
@@ -253,6 +267,9 @@ async fn run(args: Args) -> anyhow::Result<Value> {
                 "missing": missing, "duplicated": duplicated,
             }))
         }
+        Scenario::Fanout { sockets, posts, rate, server_pid } => {
+            fanout(client, sockets, posts, rate, server_pid).await
+        }
         Scenario::Paging { messages, posters } => {
             let channel = client.channel("paging").await?;
             eprintln!("paging: filling one channel with {messages} messages");
@@ -288,6 +305,149 @@ async fn run(args: Args) -> anyhow::Result<Value> {
             }))
         }
     }
+}
+
+/// The server's resident memory in KiB, from /proc.
+fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+fn now_nanos() -> u128 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0)
+}
+
+type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// Opens a socket with a fresh ticket and subscribes it to EventsChannel.
+async fn subscribed_socket(client: &Client) -> anyhow::Result<Ws> {
+    use futures::{SinkExt as _, StreamExt as _};
+    use tokio_tungstenite::tungstenite::{Message, client::IntoClientRequest as _};
+    let t = client.post_json("/stream_tickets", json!({})).await?;
+    let mut req = t["url"].as_str().context("ticket url")?.into_client_request()?;
+    req.headers_mut().insert("Sec-WebSocket-Protocol", "actioncable-v1-json".parse()?);
+    let (mut ws, _) = tokio_tungstenite::connect_async(req).await?;
+    let identifier = r#"{"channel":"EventsChannel"}"#;
+    ws.send(Message::text(json!({ "command": "subscribe", "identifier": identifier }).to_string())).await?;
+    loop {
+        let Some(msg) = ws.next().await else { bail!("socket closed before confirmation") };
+        if let Message::Text(t) = msg? {
+            let v: Value = serde_json::from_str(t.as_str())?;
+            if v["type"] == "confirm_subscription" {
+                return Ok(ws);
+            }
+            if v["type"] == "disconnect" || v["type"] == "reject_subscription" {
+                bail!("refused: {v}");
+            }
+        }
+    }
+}
+
+async fn fanout(
+    client: Arc<Client>,
+    sockets: usize,
+    posts: usize,
+    rate: f64,
+    server_pid: Option<u32>,
+) -> anyhow::Result<Value> {
+    use futures::StreamExt as _;
+    use tokio_tungstenite::tungstenite::Message;
+    let channel = client.channel("fanout").await?;
+    let before = server_pid.and_then(rss_kib);
+    eprintln!("fanout: connecting {sockets} sockets");
+    let mut conns = Vec::with_capacity(sockets);
+    let started = Instant::now();
+    for chunk in (0..sockets).collect::<Vec<_>>().chunks(100) {
+        let mut batch = Vec::new();
+        for _ in chunk {
+            let client = client.clone();
+            batch.push(tokio::spawn(async move { subscribed_socket(&client).await }));
+        }
+        for b in batch {
+            conns.push(b.await??);
+        }
+    }
+    eprintln!("  connected in {:.1}s", started.elapsed().as_secs_f64());
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let after = server_pid.and_then(rss_kib);
+    let per_socket_kib = match (before, after) {
+        (Some(b), Some(a)) => Some((a.saturating_sub(b)) as f64 / sockets as f64),
+        _ => None,
+    };
+    // Every receiver records post-to-receive latency from the send time in the body.
+    let deadline = Instant::now() + Duration::from_secs_f64(posts as f64 / rate + 30.0);
+    let mut readers = Vec::with_capacity(sockets);
+    for mut ws in conns {
+        readers.push(tokio::spawn(async move {
+            let mut hist = histogram();
+            let mut seen: HashSet<String> = HashSet::new();
+            let mut repeated = 0usize;
+            while seen.len() < posts {
+                let Ok(Some(Ok(msg))) = tokio::time::timeout_at(deadline.into(), ws.next()).await else {
+                    break;
+                };
+                let Message::Text(t) = msg else { continue };
+                let Ok(v) = serde_json::from_str::<Value>(t.as_str()) else { continue };
+                let item = &v["message"];
+                if item["kind"] != "message.created" {
+                    continue;
+                }
+                let body = item["message"]["body"].as_str().unwrap_or_default();
+                let Some(sent) = body.strip_prefix("t=").and_then(|n| n.parse::<u128>().ok()) else {
+                    continue;
+                };
+                let us = u64::try_from(now_nanos().saturating_sub(sent) / 1000).unwrap_or(u64::MAX);
+                let _ = hist.record(us.max(1));
+                if !seen.insert(item["message"]["id"].as_str().unwrap_or_default().to_owned()) {
+                    repeated += 1;
+                }
+            }
+            (hist, seen.len(), repeated)
+        }));
+    }
+    eprintln!("  posting {posts} at {rate}/s");
+    let gap = Duration::from_secs_f64(1.0 / rate);
+    let post_start = Instant::now();
+    for i in 0..posts {
+        let due = post_start + gap * u32::try_from(i).unwrap_or(u32::MAX);
+        tokio::time::sleep_until(due.into()).await;
+        client
+            .post_json(
+                &format!("/channels/{channel}/messages"),
+                json!({ "body": format!("t={}", now_nanos()) }),
+            )
+            .await?;
+    }
+    let mut hist = histogram();
+    let (mut delivered, mut repeated) = (0usize, 0usize);
+    for r in readers {
+        let (h, n, rep) = r.await?;
+        hist.add(&h)?;
+        delivered += n;
+        repeated += rep;
+    }
+    let elapsed = post_start.elapsed().as_secs_f64();
+    let lost = sockets * posts - delivered;
+    println!(
+        "| sockets | posts | p50 ms | p90 ms | p99 ms | max ms | deliveries/s | lost | repeated | KiB per idle socket |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!(
+        "| {sockets} | {posts} | {:.2} | {:.2} | {:.2} | {:.2} | {:.0} | {lost} | {repeated} | {} |",
+        ms(hist.value_at_quantile(0.5)),
+        ms(hist.value_at_quantile(0.9)),
+        ms(hist.value_at_quantile(0.99)),
+        ms(hist.max()),
+        delivered as f64 / elapsed,
+        per_socket_kib.map_or("n/a".to_owned(), |k| format!("{k:.1}")),
+    );
+    Ok(json!({
+        "scenario": "fanout", "sockets": sockets, "posts": posts, "rate": rate,
+        "p50_ms": ms(hist.value_at_quantile(0.5)), "p90_ms": ms(hist.value_at_quantile(0.9)),
+        "p99_ms": ms(hist.value_at_quantile(0.99)), "max_ms": ms(hist.max()),
+        "delivered": delivered, "lost": lost, "repeated": repeated, "kib_per_idle_socket": per_socket_kib,
+    }))
 }
 
 #[tokio::main]
