@@ -75,7 +75,7 @@ impl ActorSystem {
         let (root, root_task) = Actor::spawn(None, RootSupervisor, ()).await?;
         let sessions = Sessions::new();
         let (fanout_tx, fanout_rx) = tokio::sync::mpsc::channel(FANOUT_QUEUE);
-        let fanout_task = start_fanout(store.clone(), sessions.clone(), render, fanout_rx);
+        let fanout_task = start_fanout(store.clone(), sessions.clone(), render, fanout_rx).await?;
         let (event_log, event_log_task) = EventLog::start(store.clone(), clock.clone(), fanout_tx).await?;
         let registry = Arc::new(ChannelRegistry::new(root.get_cell()));
         let chat = Chat::new(store, event_log, clock, registry, sessions);

@@ -341,6 +341,13 @@ impl Store {
         rows.into_iter().map(decode).collect()
     }
 
+    /// Every membership of every channel: what the fan-out starts from. One read at start-up,
+    /// as large as the memberships of the whole server.
+    pub async fn all_memberships(&self) -> Result<Vec<Member>> {
+        let rows = self.query_rows("SELECT * FROM member", Value::Null).await?;
+        rows.into_iter().map(decode).collect()
+    }
+
     /// Every membership of a principal, ordered by channel id.
     pub async fn memberships(&self, principal_id: &str) -> Result<Vec<Member>> {
         let rows = self

@@ -69,6 +69,9 @@ pub struct SessionHandle {
     /// The session's outbound queue: bounded; full means the client is too slow.
     pub tx: mpsc::Sender<Frame>,
     pub closer: Arc<Closer>,
+    /// The committed watermark when it subscribed: it gets the events after it, and no earlier
+    /// one that the fan-out, running a moment behind the commits, has yet to hand out.
+    pub after_seq: i64,
 }
 
 /// The registry of subscribed sessions by principal, read by every fan-out.
@@ -165,9 +168,9 @@ impl Sessions {
     }
 
     /// Pushes `item` to every subscribed session of `principal_id`.
-    fn deliver(&self, principal_id: &str, item: &str, frames: &mut HashMap<Arc<str>, Frame>) {
+    fn deliver(&self, principal_id: &str, seq: i64, item: &str, frames: &mut HashMap<Arc<str>, Frame>) {
         let Some(list) = self.by_principal.get(principal_id) else { return };
-        for h in list.iter() {
+        for h in list.iter().filter(|h| h.after_seq < seq) {
             let frame = frames
                 .entry(h.identifier.clone())
                 .or_insert_with(|| {
@@ -187,28 +190,24 @@ impl Sessions {
 }
 
 /// Starts the fan-out task: it ends when the event log's sender is dropped.
-pub fn start_fanout(
+///
+/// It reads every membership first, before the event log accepts its first change, and from then
+/// on keeps them current from the member events, which reach it in commit order with everything
+/// else: so each event goes to exactly the members of its channel at that event, as the feed has it.
+pub async fn start_fanout(
     store: Store,
     sessions: Arc<Sessions>,
     render: Render,
     mut rx: mpsc::Receiver<Arc<Vec<Event>>>,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        // Members by channel, loaded on a channel's first event and kept current from the member
-        // events, which arrive here in commit order like everything else. Bounded by the channels.
-        let mut members: HashMap<String, HashSet<String>> = HashMap::new();
+) -> Result<tokio::task::JoinHandle<()>, agora_storage::StorageError> {
+    // Members by channel. Bounded by the server's memberships.
+    let mut members: HashMap<String, HashSet<String>> = HashMap::new();
+    for m in store.all_memberships().await? {
+        members.entry(m.channel_id).or_default().insert(m.principal_id);
+    }
+    Ok(tokio::spawn(async move {
         while let Some(events) = rx.recv().await {
             for event in events.iter() {
-                if !members.contains_key(&event.channel_id) {
-                    let loaded = match store.channel_members(&event.channel_id).await {
-                        Ok(list) => list.into_iter().map(|m| m.principal_id).collect(),
-                        Err(e) => {
-                            tracing::error!(error = %e, "fan-out could not load members");
-                            HashSet::new()
-                        }
-                    };
-                    members.insert(event.channel_id.clone(), loaded);
-                }
                 let readers = members.entry(event.channel_id.clone()).or_default();
                 let mut extra = None;
                 match (&event.kind, &event.member) {
@@ -232,9 +231,9 @@ pub fn start_fanout(
                 let item = render(event).to_string();
                 let mut frames = HashMap::new();
                 for principal in readers.iter().chain(extra.iter()) {
-                    sessions.deliver(principal, &item, &mut frames);
+                    sessions.deliver(principal, event.seq, &item, &mut frames);
                 }
             }
         }
-    })
+    }))
 }

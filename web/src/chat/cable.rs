@@ -214,7 +214,9 @@ async fn run_session(
                     if matches!(message, WsMessage::Close(_)) { break None }
                     continue;
                 };
-                let reply = handle_command(body.as_str(), &caller, &mut subscribed, sessions, id, &tx, &closer);
+                let watermark = *state.chat.event_log().committed().borrow();
+                let session = Session { caller: &caller, sessions, id, tx: &tx, closer: &closer };
+                let reply = handle_command(body.as_str(), &session, &mut subscribed, watermark);
                 if let Some(reply) = reply
                     && !matches!(tokio::time::timeout(WRITE_TIMEOUT, sink.send(text(&reply))).await, Ok(Ok(())))
                 {
@@ -230,16 +232,24 @@ async fn run_session(
     sessions.unsubscribe(&caller.principal_id, id);
 }
 
-/// Handles one client command; answers the frame to send back, if any.
+/// What a command handler needs of its session.
+struct Session<'a> {
+    caller: &'a Caller,
+    sessions: &'a Sessions,
+    id: u64,
+    tx: &'a mpsc::Sender<Frame>,
+    closer: &'a Arc<Closer>,
+}
+
+/// Handles one client command; answers the frame to send back, if any. `after_seq` is the
+/// committed watermark now: a subscription gets the events after it.
 fn handle_command(
     body: &str,
-    caller: &Caller,
+    session: &Session<'_>,
     subscribed: &mut Option<Arc<str>>,
-    sessions: &Sessions,
-    id: u64,
-    tx: &mpsc::Sender<Frame>,
-    closer: &Arc<Closer>,
+    after_seq: i64,
 ) -> Option<String> {
+    let Session { caller, sessions, id, tx, closer } = *session;
     let command: Value = serde_json::from_str(body).ok()?;
     let identifier = command.get("identifier").and_then(Value::as_str)?;
     let channel = serde_json::from_str::<Value>(identifier)
@@ -263,6 +273,7 @@ fn handle_command(
                     identifier: identifier.clone(),
                     tx: tx.clone(),
                     closer: closer.clone(),
+                    after_seq,
                 },
             );
             *subscribed = Some(identifier.clone());
