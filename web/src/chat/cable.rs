@@ -109,8 +109,14 @@ pub async fn create_stream_ticket(
 pub async fn cable(
     State(state): State<ChatState>,
     Query(q): Query<HashMap<String, String>>,
-    ws: WebSocketUpgrade,
+    ws: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
 ) -> Response {
+    let Ok(ws) = ws else {
+        return ApiError::bad_request(
+            "/cable is a WebSocket (subprotocol actioncable-v1-json): open it with an upgrade.",
+        )
+        .into_response();
+    };
     let sessions = state.chat.sessions().clone();
     let Some((id, closer)) = sessions.open(state.max_sockets) else {
         // Refused before the upgrade: the cap is a server condition, not a bad ticket.
