@@ -245,7 +245,9 @@ async fn a_socket_that_stops_reading_is_disconnected_and_others_keep_receiving()
     assert_eq!(next(&mut fast).await, Some(json!({ "type": "welcome" })));
     subscribe(&mut fast).await;
 
-    const POSTS: usize = 1200;
+    // 20 MB of frames: far more than the queue (512 frames) and what the kernel buffers for a
+    // client that never reads.
+    const POSTS: usize = 2000;
     // The fast reader counts every post it receives, while the slow one reads nothing.
     let reader = tokio::spawn(async move {
         let mut got = 0;
