@@ -121,8 +121,18 @@ impl Sessions {
         }
     }
 
-    pub fn subscribe(&self, principal_id: &str, handle: SessionHandle) {
-        self.by_principal.entry(principal_id.to_owned()).or_default().push(handle);
+    /// Registers a session. `make` builds its handle and is given the committed watermark, read
+    /// while the principal's entry is locked: an event the fan-out hands out before the session is
+    /// in is at or below that watermark (the feed has it), and every later one reaches the session.
+    pub fn subscribe(
+        &self,
+        principal_id: &str,
+        watermark: &tokio::sync::watch::Receiver<i64>,
+        make: impl FnOnce(i64) -> SessionHandle,
+    ) {
+        let mut entry = self.by_principal.entry(principal_id.to_owned()).or_default();
+        let after_seq = *watermark.borrow();
+        entry.push(make(after_seq));
     }
 
     pub fn unsubscribe(&self, principal_id: &str, id: u64) {

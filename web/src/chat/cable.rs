@@ -184,6 +184,7 @@ async fn run_session(
     let mut ping = tokio::time::interval(PING_EVERY);
     ping.tick().await;
     let sessions: &Sessions = state.chat.sessions();
+    let watermark = state.chat.event_log().committed();
     let why = loop {
         tokio::select! {
             why = closer.closed() => break Some(why),
@@ -220,9 +221,8 @@ async fn run_session(
                     if matches!(message, WsMessage::Close(_)) { break None }
                     continue;
                 };
-                let watermark = *state.chat.event_log().committed().borrow();
                 let session = Session { caller: &caller, sessions, id, tx: &tx, closer: &closer };
-                let reply = handle_command(body.as_str(), &session, &mut subscribed, watermark);
+                let reply = handle_command(body.as_str(), &session, &mut subscribed, &watermark);
                 if let Some(reply) = reply
                     && !matches!(tokio::time::timeout(WRITE_TIMEOUT, sink.send(text(&reply))).await, Ok(Ok(())))
                 {
@@ -247,13 +247,13 @@ struct Session<'a> {
     closer: &'a Arc<Closer>,
 }
 
-/// Handles one client command; answers the frame to send back, if any. `after_seq` is the
-/// committed watermark now: a subscription gets the events after it.
+/// Handles one client command; answers the frame to send back, if any. A subscription gets the
+/// events committed after it (`watermark`: the event log's committed sequence number).
 fn handle_command(
     body: &str,
     session: &Session<'_>,
     subscribed: &mut Option<Arc<str>>,
-    after_seq: i64,
+    watermark: &tokio::sync::watch::Receiver<i64>,
 ) -> Option<String> {
     let Session { caller, sessions, id, tx, closer } = *session;
     let command: Value = serde_json::from_str(body).ok()?;
@@ -271,17 +271,14 @@ fn handle_command(
                 return None;
             }
             let identifier: Arc<str> = Arc::from(identifier);
-            sessions.subscribe(
-                &caller.principal_id,
-                SessionHandle {
-                    id,
-                    credential_id: caller.credential_id.clone(),
-                    identifier: identifier.clone(),
-                    tx: tx.clone(),
-                    closer: closer.clone(),
-                    after_seq,
-                },
-            );
+            sessions.subscribe(&caller.principal_id, watermark, |after_seq| SessionHandle {
+                id,
+                credential_id: caller.credential_id.clone(),
+                identifier: identifier.clone(),
+                tx: tx.clone(),
+                closer: closer.clone(),
+                after_seq,
+            });
             *subscribed = Some(identifier.clone());
             Some(json!({ "identifier": &*identifier, "type": "confirm_subscription" }).to_string())
         }
