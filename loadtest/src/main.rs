@@ -62,6 +62,15 @@ enum Scenario {
         /// The server's process id, to read its resident memory (Linux /proc).
         #[arg(long)]
         server_pid: Option<u32>,
+        /// Target the bare `baseline` server at this ws:// address instead of agora.
+        #[arg(long)]
+        baseline_url: Option<String>,
+    },
+    /// A bare websocket broadcast server (no storage, no auth): every text frame a client sends
+    /// goes to every client. The limit of the stack, for `fanout --baseline-url`.
+    Baseline {
+        #[arg(long, default_value = "127.0.0.1:4900")]
+        listen: String,
     },
     /// Fill one channel with N messages, then time its pages from newest to oldest.
     Paging {
@@ -267,9 +276,10 @@ async fn run(args: Args) -> anyhow::Result<Value> {
                 "missing": missing, "duplicated": duplicated,
             }))
         }
-        Scenario::Fanout { sockets, posts, rate, server_pid } => {
-            fanout(client, sockets, posts, rate, server_pid).await
+        Scenario::Fanout { sockets, posts, rate, server_pid, baseline_url } => {
+            fanout(client, sockets, posts, rate, server_pid, baseline_url).await
         }
+        Scenario::Baseline { listen } => baseline(&listen).await,
         Scenario::Paging { messages, posters } => {
             let channel = client.channel("paging").await?;
             eprintln!("paging: filling one channel with {messages} messages");
@@ -344,16 +354,71 @@ async fn subscribed_socket(client: &Client) -> anyhow::Result<Ws> {
     }
 }
 
+/// Runs the bare broadcast server until the process is stopped.
+async fn baseline(listen: &str) -> anyhow::Result<Value> {
+    use futures::{SinkExt as _, StreamExt as _};
+    use tokio_tungstenite::tungstenite::Message;
+    use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+    let listener = tokio::net::TcpListener::bind(listen).await?;
+    eprintln!("baseline: broadcasting on ws://{}", listener.local_addr()?);
+    // Every client's queue; a full queue drops that client, as agora does.
+    let clients: Arc<std::sync::RwLock<Vec<tokio::sync::mpsc::Sender<Arc<str>>>>> = Arc::default();
+    loop {
+        let (stream, _) = listener.accept().await?;
+        let clients = clients.clone();
+        tokio::spawn(async move {
+            let config = WebSocketConfig::default().read_buffer_size(4 * 1024).write_buffer_size(8 * 1024);
+            let Ok(ws) = tokio_tungstenite::accept_async_with_config(stream, Some(config)).await else {
+                return;
+            };
+            let (mut sink, mut stream) = ws.split();
+            let (tx, mut rx) = tokio::sync::mpsc::channel::<Arc<str>>(512);
+            if let Ok(mut list) = clients.write() {
+                list.push(tx);
+            }
+            let writer = tokio::spawn(async move {
+                while let Some(frame) = rx.recv().await {
+                    let mut batch = vec![frame];
+                    while let Ok(f) = rx.try_recv() {
+                        batch.push(f);
+                    }
+                    for f in batch {
+                        if sink.feed(Message::text(f.to_string())).await.is_err() {
+                            return;
+                        }
+                    }
+                    if sink.flush().await.is_err() {
+                        return;
+                    }
+                }
+            });
+            while let Some(Ok(msg)) = stream.next().await {
+                if let Message::Text(t) = msg {
+                    let frame: Arc<str> = Arc::from(t.as_str());
+                    if let Ok(mut list) = clients.write() {
+                        list.retain(|c| c.try_send(frame.clone()).is_ok());
+                    }
+                }
+            }
+            writer.abort();
+        });
+    }
+}
+
 async fn fanout(
     client: Arc<Client>,
     sockets: usize,
     posts: usize,
     rate: f64,
     server_pid: Option<u32>,
+    baseline_url: Option<String>,
 ) -> anyhow::Result<Value> {
-    use futures::StreamExt as _;
+    use futures::{SinkExt as _, StreamExt as _};
     use tokio_tungstenite::tungstenite::Message;
-    let channel = client.channel("fanout").await?;
+    let channel = match &baseline_url {
+        None => client.channel("fanout").await?,
+        Some(_) => String::new(),
+    };
     let before = server_pid.and_then(rss_kib);
     eprintln!("fanout: connecting {sockets} sockets");
     let mut conns = Vec::with_capacity(sockets);
@@ -362,7 +427,13 @@ async fn fanout(
         let mut batch = Vec::new();
         for _ in chunk {
             let client = client.clone();
-            batch.push(tokio::spawn(async move { subscribed_socket(&client).await }));
+            let baseline_url = baseline_url.clone();
+            batch.push(tokio::spawn(async move {
+                match baseline_url {
+                    None => subscribed_socket(&client).await,
+                    Some(url) => Ok(tokio_tungstenite::connect_async(url.as_str()).await?.0),
+                }
+            }));
         }
         for b in batch {
             conns.push(b.await??);
@@ -408,16 +479,25 @@ async fn fanout(
     }
     eprintln!("  posting {posts} at {rate}/s");
     let gap = Duration::from_secs_f64(1.0 / rate);
+    let mut baseline_poster = match &baseline_url {
+        Some(url) => Some(tokio_tungstenite::connect_async(url.as_str()).await?.0),
+        None => None,
+    };
     let post_start = Instant::now();
     for i in 0..posts {
         let due = post_start + gap * u32::try_from(i).unwrap_or(u32::MAX);
         tokio::time::sleep_until(due.into()).await;
-        client
-            .post_json(
-                &format!("/channels/{channel}/messages"),
-                json!({ "body": format!("t={}", now_nanos()) }),
-            )
-            .await?;
+        let body = format!("t={}", now_nanos());
+        match &mut baseline_poster {
+            // The same frame shape agora sends, so the receivers read both alike.
+            Some(ws) => {
+                let frame = json!({ "message": { "kind": "message.created", "message": { "id": i.to_string(), "body": body } } });
+                ws.send(Message::text(frame.to_string())).await?;
+            }
+            None => {
+                client.post_json(&format!("/channels/{channel}/messages"), json!({ "body": body })).await?;
+            }
+        }
     }
     let mut hist = histogram();
     let (mut delivered, mut repeated) = (0usize, 0usize);
