@@ -48,6 +48,14 @@ async fn next_within(socket: &mut Socket, wait: Duration) -> Option<Value> {
     }
 }
 
+/// A socket with a fresh ticket for `token`, welcomed and subscribed to EventsChannel.
+async fn subscribed(w: &World, token: &str) -> Socket {
+    let mut socket = connect(ticket(w, token).await["url"].as_str().expect("url")).await;
+    assert_eq!(next(&mut socket).await, Some(json!({ "type": "welcome" })));
+    subscribe(&mut socket).await;
+    socket
+}
+
 const IDENTIFIER: &str = r#"{"channel":"EventsChannel"}"#;
 
 async fn subscribe(socket: &mut Socket) {
@@ -133,9 +141,7 @@ async fn expired_tickets_revoked_credentials_and_removed_members_stop_delivery()
     // A bot in the channel: removed, it gets its removal and nothing after.
     let (bot_id, bot) = w.bot("Listener", "listener").await;
     w.add(&ch, &bot_id).await;
-    let mut bot_socket = connect(ticket(&w, &bot).await["url"].as_str().expect("url")).await;
-    assert_eq!(next(&mut bot_socket).await, Some(json!({ "type": "welcome" })));
-    subscribe(&mut bot_socket).await;
+    let mut bot_socket = subscribed(&w, &bot).await;
     let (status, _) =
         w.call("DELETE", &format!("/channels/{ch}/members/{bot_id}"), Some(&w.staff), None).await;
     assert_eq!(status, 204);
@@ -146,9 +152,7 @@ async fn expired_tickets_revoked_credentials_and_removed_members_stop_delivery()
     // A person key's socket: revoked, it is disconnected at once.
     let key = w.ok("POST", "/keys", &w.staff, Some(json!({ "name": "cli" }))).await;
     let key_token = key["token"].as_str().expect("token").to_owned();
-    let mut key_socket = connect(ticket(&w, &key_token).await["url"].as_str().expect("url")).await;
-    assert_eq!(next(&mut key_socket).await, Some(json!({ "type": "welcome" })));
-    subscribe(&mut key_socket).await;
+    let mut key_socket = subscribed(&w, &key_token).await;
     let key_id = key["key"]["id"].as_str().expect("id");
     let (status, _) = w.call("DELETE", &format!("/keys/{key_id}"), Some(&w.staff), None).await;
     assert_eq!(status, 204);
@@ -166,9 +170,7 @@ async fn expired_tickets_revoked_credentials_and_removed_members_stop_delivery()
     );
 
     // Shutdown tells every socket to come back later.
-    let mut staff_socket = connect(ticket(&w, &w.staff).await["url"].as_str().expect("url")).await;
-    assert_eq!(next(&mut staff_socket).await, Some(json!({ "type": "welcome" })));
-    subscribe(&mut staff_socket).await;
+    let mut staff_socket = subscribed(&w, &w.staff).await;
     let shutdown = tokio::spawn(async move { w.app.shutdown().await });
     assert_eq!(
         next(&mut staff_socket).await,
@@ -238,12 +240,8 @@ async fn rails_own_actioncable_client_connects_and_receives_a_posted_message() {
 async fn a_socket_that_stops_reading_is_disconnected_and_others_keep_receiving() {
     let w = World::unlimited().await;
     let ch = w.channel("busy", false).await;
-    let mut slow = connect(ticket(&w, &w.staff).await["url"].as_str().expect("url")).await;
-    assert_eq!(next(&mut slow).await, Some(json!({ "type": "welcome" })));
-    subscribe(&mut slow).await;
-    let mut fast = connect(ticket(&w, &w.staff).await["url"].as_str().expect("url")).await;
-    assert_eq!(next(&mut fast).await, Some(json!({ "type": "welcome" })));
-    subscribe(&mut fast).await;
+    let mut slow = subscribed(&w, &w.staff).await;
+    let mut fast = subscribed(&w, &w.staff).await;
 
     // 20 MB of frames: far more than the queue (512 frames) and what the kernel buffers for a
     // client that never reads.

@@ -5,14 +5,22 @@ use std::collections::HashSet;
 use serde_json::{Value, json};
 
 use crate::chat::World;
+use crate::support::ServiceClient;
 
 /// Follows the feed from `cursor` until nothing is ready: returns the items and the cursor to
 /// save (chat.md steps 2 to 4).
-async fn drain(w: &World, token: &str, cursor: &str) -> (Vec<Value>, String) {
+async fn drain(chat: &ServiceClient, token: &str, cursor: &str) -> (Vec<Value>, String) {
     let mut items = Vec::new();
     let mut at = cursor.to_owned();
     loop {
-        let page = w.ok("GET", &format!("/events?cursor={at}&limit=37"), token, None).await;
+        let res = chat
+            .get(&format!("/events?cursor={at}&limit=37"))
+            .bearer_auth(token)
+            .send()
+            .await
+            .expect("events");
+        assert_eq!(res.status(), 200);
+        let page: Value = res.json().await.expect("json");
         items.extend(page["items"].as_array().expect("items").iter().cloned());
         match page["next_cursor"].as_str() {
             Some(next) => at = next.to_owned(),
@@ -79,11 +87,10 @@ async fn bots_following_the_feed_see_every_event_they_may_see_once_in_order() {
         let mut cursor = starts[b].clone();
         let done = done.clone();
         followers.push(tokio::spawn(async move {
-            let world_like = FeedClient { chat: w_chat, token };
             let mut seen = Vec::new();
             loop {
                 let finished = done.load(std::sync::atomic::Ordering::SeqCst);
-                let (items, latest) = world_like.drain(&cursor).await;
+                let (items, latest) = drain(&w_chat, &token, &cursor).await;
                 seen.extend(items);
                 cursor = latest;
                 if finished {
@@ -124,34 +131,6 @@ fn decode(cursor: &str) -> i64 {
     String::from_utf8(raw).expect("utf8").rsplit(':').next().expect("n").parse().expect("number")
 }
 
-struct FeedClient {
-    chat: crate::support::ServiceClient,
-    token: String,
-}
-
-impl FeedClient {
-    async fn drain(&self, cursor: &str) -> (Vec<Value>, String) {
-        let mut items = Vec::new();
-        let mut at = cursor.to_owned();
-        loop {
-            let res = self
-                .chat
-                .get(&format!("/events?cursor={at}&limit=37"))
-                .bearer_auth(&self.token)
-                .send()
-                .await
-                .expect("events");
-            assert_eq!(res.status(), 200);
-            let page: Value = res.json().await.expect("json");
-            items.extend(page["items"].as_array().expect("items").iter().cloned());
-            match page["next_cursor"].as_str() {
-                Some(next) => at = next.to_owned(),
-                None => return (items, page["latest_cursor"].as_str().expect("latest").to_owned()),
-            }
-        }
-    }
-}
-
 #[tokio::test]
 async fn the_feed_shows_member_and_channel_events_and_the_removal_of_the_reader() {
     let w = World::new().await;
@@ -166,7 +145,7 @@ async fn the_feed_shows_member_and_channel_events_and_the_removal_of_the_reader(
     let id = m["id"].as_str().expect("id");
     w.ok("PATCH", &format!("/messages/{id}"), &w.staff, Some(json!({ "body": "hello again" }))).await;
     w.ok("DELETE", &format!("/messages/{id}"), &w.staff, None).await;
-    let (items, latest) = drain(&w, &w.staff, &start).await;
+    let (items, latest) = drain(w.chat(), &w.staff, &start).await;
     let kinds: Vec<&str> = items.iter().filter_map(|e| e["kind"].as_str()).collect();
     assert_eq!(
         kinds,
@@ -181,7 +160,7 @@ async fn the_feed_shows_member_and_channel_events_and_the_removal_of_the_reader(
         items[4]["cursor"].as_str().expect("cursor"),
         "latest_cursor is the position after the last item"
     );
-    let (again, same) = drain(&w, &w.staff, &latest).await;
+    let (again, same) = drain(w.chat(), &w.staff, &latest).await;
     assert!(again.is_empty());
     assert_eq!(same, latest, "with nothing new, latest_cursor is the request's own cursor");
 
@@ -190,7 +169,7 @@ async fn the_feed_shows_member_and_channel_events_and_the_removal_of_the_reader(
         w.call("DELETE", &format!("/channels/{ch}/members/{bot_id}"), Some(&w.staff), None).await;
     assert_eq!(status, 204);
     w.post(&ch, &w.staff, "after the bot left").await;
-    let (bot_items, _) = drain(&w, &bot, &bot_start).await;
+    let (bot_items, _) = drain(w.chat(), &bot, &bot_start).await;
     let bot_kinds: Vec<&str> = bot_items.iter().filter_map(|e| e["kind"].as_str()).collect();
     assert_eq!(
         bot_kinds,

@@ -139,11 +139,6 @@ impl Store {
         self.inner.data_dir.as_deref()
     }
 
-    #[allow(dead_code)]
-    pub(crate) fn db(&self) -> &Surreal<Any> {
-        &self.db
-    }
-
     /// The schema versions applied so far, in order.
     pub async fn applied_migrations(&self) -> Result<Vec<u32>> {
         let rows: Vec<Value> =

@@ -141,11 +141,6 @@ pub(crate) fn decode<T: serde::de::DeserializeOwned>(mut row: Value) -> Result<T
     serde_json::from_value(row).map_err(StorageError::corrupt)
 }
 
-#[allow(dead_code)]
-pub(crate) fn decode_all<T: serde::de::DeserializeOwned>(rows: Vec<Value>) -> Result<Vec<T>> {
-    rows.into_iter().map(decode).collect()
-}
-
 /// True when a database error says that a record or unique index entry exists already.
 pub(crate) fn is_duplicate(e: &StorageError) -> bool {
     match e {

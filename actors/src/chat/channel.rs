@@ -392,13 +392,4 @@ impl ChannelRegistry {
             actors.remove(channel_id);
         }
     }
-
-    /// How many channel actors are live.
-    pub async fn len(&self) -> usize {
-        self.actors.lock().await.len()
-    }
-
-    pub async fn is_empty(&self) -> bool {
-        self.len().await == 0
-    }
 }

@@ -243,11 +243,6 @@ impl Chat {
         store.mark_read(channel_id, &caller.principal_id, seq).await?;
         Ok(())
     }
-
-    /// How many channel actors are running (for tests and operators).
-    pub async fn live_channel_actors(&self) -> usize {
-        self.deps.registry.len().await
-    }
 }
 
 /// For a message operation, a channel the caller cannot see means the message is not found.

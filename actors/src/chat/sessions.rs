@@ -87,7 +87,6 @@ pub struct Sessions {
     shutting_down: CancellationToken,
     /// Every open socket's closer, for shutdown.
     all: DashMap<u64, Arc<Closer>>,
-    delivered: AtomicU64,
 }
 
 impl Sessions {
@@ -168,15 +167,6 @@ impl Sessions {
         }
     }
 
-    pub fn open_sockets(&self) -> usize {
-        self.open.load(Ordering::SeqCst)
-    }
-
-    /// Frames handed to session queues so far.
-    pub fn delivered(&self) -> u64 {
-        self.delivered.load(Ordering::Relaxed)
-    }
-
     /// Pushes `item` to every subscribed session of `principal_id`.
     fn deliver(&self, principal_id: &str, seq: i64, item: &str, frames: &mut HashMap<Arc<str>, Frame>) {
         let Some(list) = self.by_principal.get(principal_id) else { return };
@@ -189,9 +179,7 @@ impl Sessions {
                 })
                 .clone();
             match h.tx.try_send(frame) {
-                Ok(()) => {
-                    self.delivered.fetch_add(1, Ordering::Relaxed);
-                }
+                Ok(()) => {}
                 Err(mpsc::error::TrySendError::Full(_)) => h.closer.close(Disconnect::SLOW),
                 Err(mpsc::error::TrySendError::Closed(_)) => {}
             }

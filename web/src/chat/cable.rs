@@ -57,7 +57,11 @@ impl Tickets {
         let ticket = new_token("st_");
         let expires_at = now + TICKET_LIFETIME_MS;
         if let Ok(mut map) = self.by_hash.lock() {
-            map.retain(|_, t| t.expires_at > now);
+            // Expired tickets go each time the map doubles, not on every insert: a connect storm
+            // stays linear, and the map stays within twice the live tickets (and the cap).
+            if map.len() >= 1024 && map.len().is_power_of_two() {
+                map.retain(|_, t| t.expires_at > now);
+            }
             if map.len() >= MAX_TICKETS
                 && let Some(oldest) = map.iter().min_by_key(|(_, t)| t.expires_at).map(|(k, _)| k.clone())
             {

@@ -84,6 +84,12 @@ impl ApiError {
         ApiError::new(ErrorCode::NotFound, message)
     }
 
+    /// `404` for something the caller cannot see: worded the same whether it does not exist or
+    /// the caller may not know it exists.
+    pub fn no_such(what: &str) -> ApiError {
+        ApiError::not_found(format!("No such {what}, or you cannot see it."))
+    }
+
     pub fn unprocessable(field: &str, reason: &str, message: impl Into<String>) -> ApiError {
         ApiError::new(ErrorCode::Unprocessable, message).reason(reason).field(field)
     }
