@@ -81,6 +81,61 @@ struct Inner {
     /// releases it when the process ends, however it ends.
     _lock: Option<File>,
     data_dir: Option<PathBuf>,
+    /// Credentials that authenticated, by token hash: a request's bearer token is checked without
+    /// a storage read. Any write that touches a credential, a person or a bot empties it (see
+    /// [`Store::execute`]), so a revocation takes effect on the very next request.
+    pub(crate) principals: PrincipalCache,
+}
+
+/// The cache of authenticated principals. Bounded: past [`PrincipalCache::MAX`] entries it starts
+/// over, so it holds at most the active credentials of the last while.
+#[derive(Default)]
+pub(crate) struct PrincipalCache {
+    entries: std::sync::Mutex<(u64, std::collections::HashMap<String, crate::people::Principal>)>,
+}
+
+impl PrincipalCache {
+    const MAX: usize = 50_000;
+
+    /// The cached principal of `hash`, and the generation to hand back to [`Self::insert`].
+    pub(crate) fn get(&self, hash: &str) -> (u64, Option<crate::people::Principal>) {
+        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        (entries.0, entries.1.get(hash).cloned())
+    }
+
+    /// Caches what a storage read found, unless a write invalidated the cache since `generation`
+    /// was read (the read may have seen the credential before its revocation).
+    pub(crate) fn insert(&self, generation: u64, hash: String, principal: crate::people::Principal) {
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        if entries.0 != generation {
+            return;
+        }
+        if entries.1.len() >= Self::MAX {
+            entries.1.clear();
+        }
+        entries.1.insert(hash, principal);
+    }
+
+    pub(crate) fn remove(&self, hash: &str) {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner()).1.remove(hash);
+    }
+
+    fn invalidate(&self) {
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        entries.0 += 1;
+        entries.1.clear();
+    }
+}
+
+/// Whether `sql` may change what authenticates: a write statement naming the credential, person
+/// or bot tables. Deliberately broad (a false positive only costs a cache refill), so that a new
+/// write path cannot forget to invalidate.
+fn may_change_principals(sql: &str) -> bool {
+    let lower = sql.to_ascii_lowercase();
+    let writes = ["create", "update", "upsert", "delete", "insert", "relate", "remove"]
+        .iter()
+        .any(|w| lower.contains(w));
+    writes && ["credential", "person", "bot"].iter().any(|t| lower.contains(t))
 }
 
 impl std::fmt::Debug for Store {
@@ -90,6 +145,11 @@ impl std::fmt::Debug for Store {
 }
 
 impl Store {
+    /// The cache in front of [`Store::authenticate`].
+    pub(crate) fn principals(&self) -> &PrincipalCache {
+        &self.inner.principals
+    }
+
     /// Opens (creating when missing) the store and brings its schema up to date.
     pub async fn open(settings: &DbSettings) -> Result<Store> {
         let address = settings.address.trim();
@@ -109,7 +169,10 @@ impl Store {
             db.signin(surrealdb::opt::auth::Root { username: user.clone(), password: pass.clone() }).await?;
         }
         db.use_ns(settings.namespace.as_str()).use_db(settings.database.as_str()).await?;
-        let store = Store { db, inner: Arc::new(Inner { _lock: lock, data_dir }) };
+        let store = Store {
+            db,
+            inner: Arc::new(Inner { _lock: lock, data_dir, principals: PrincipalCache::default() }),
+        };
         store.migrate().await?;
         Ok(store)
     }
@@ -210,7 +273,14 @@ impl Store {
         if let Value::Object(_) = vars {
             q = q.bind(vars);
         }
-        let mut response = q.await?;
+        let changes_principals = may_change_principals(sql);
+        let response = q.await;
+        if changes_principals {
+            // After the write (committed or not): a read that started before it cannot cache
+            // what it saw, and the next request reads storage again.
+            self.inner.principals.invalidate();
+        }
+        let mut response = response?;
         let mut errors: Vec<(usize, surrealdb::Error)> = response.take_errors().into_iter().collect();
         if !errors.is_empty() {
             errors.sort_by_key(|(i, _)| *i);
@@ -268,6 +338,40 @@ fn lock_data_dir(dir: &Path) -> Result<File> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn writes_to_credentials_people_and_bots_invalidate_the_principal_cache() {
+        assert!(may_change_principals("UPDATE credential SET revoked_at = $now WHERE pid = $pid"));
+        assert!(may_change_principals("BEGIN; UPDATE type::record('bot', $id) SET deleted_at = 1; COMMIT;"));
+        assert!(may_change_principals("CREATE type::record('person', $id) CONTENT $doc"));
+        assert!(!may_change_principals("SELECT * FROM type::record('credential', $hash)"));
+        assert!(!may_change_principals("CREATE type::record('msg', [$c0, $s0]) CONTENT $m0;"));
+    }
+
+    #[test]
+    fn a_read_that_raced_an_invalidation_is_not_cached() {
+        let cache = PrincipalCache::default();
+        let (generation, found) = cache.get("h");
+        assert!(found.is_none());
+        cache.invalidate();
+        let principal = crate::people::Principal {
+            credential: serde_json::from_value(serde_json::json!({
+                "pid": "k_1", "kind": "person_key", "person_id": "p_1", "scope": "write", "created_at": 1
+            }))
+            .expect("credential"),
+            actor: crate::people::Actor::Bot(
+                serde_json::from_value(serde_json::json!({
+                    "id": "b_1", "name": "Bot", "handle": "bot", "created_by": "p_1", "created_at": 1
+                }))
+                .expect("bot"),
+            ),
+        };
+        cache.insert(generation, "h".into(), principal.clone());
+        assert!(cache.get("h").1.is_none(), "a read from before the revocation must not be cached");
+        let (generation, _) = cache.get("h");
+        cache.insert(generation, "h".into(), principal);
+        assert!(cache.get("h").1.is_some());
+    }
 
     #[tokio::test]
     async fn migrations_apply_once() {

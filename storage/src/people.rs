@@ -244,12 +244,22 @@ impl Store {
 
     /// Finds the live credential behind a token, with the person or bot it acts for. Unknown,
     /// revoked and expired tokens, and tokens of deleted bots, give `None`.
+    ///
+    /// Answered from a cache of recent answers when it can: every write to credentials, people or
+    /// bots empties the cache, so a revoked credential fails on the next request all the same.
     pub async fn authenticate(&self, token: &str) -> Result<Option<Principal>> {
+        let hash = token_hash(token);
+        let cache = self.principals();
+        let (generation, cached) = cache.get(&hash);
+        if let Some(principal) = cached {
+            if principal.credential.expires_at.is_some_and(|at| at <= now_ms()) {
+                cache.remove(&hash);
+                return Ok(None);
+            }
+            return Ok(Some(principal));
+        }
         let rows = self
-            .query_rows(
-                "SELECT * FROM type::record('credential', $hash)",
-                json!({ "hash": token_hash(token) }),
-            )
+            .query_rows("SELECT * FROM type::record('credential', $hash)", json!({ "hash": &hash }))
             .await?;
         let Some(row) = rows.into_iter().next() else { return Ok(None) };
         let credential: Credential = decode(row)?;
@@ -261,7 +271,11 @@ impl Store {
             (None, Some(b)) => self.bot(b).await?.filter(|b| b.deleted_at.is_none()).map(Actor::Bot),
             (None, None) => None,
         };
-        Ok(actor.map(|actor| Principal { credential, actor }))
+        let principal = actor.map(|actor| Principal { credential, actor });
+        if let Some(p) = &principal {
+            cache.insert(generation, hash, p.clone());
+        }
+        Ok(principal)
     }
 
     /// Revokes a credential by its public id; revoking twice is harmless.

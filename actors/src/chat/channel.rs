@@ -177,11 +177,9 @@ impl ChannelState {
     ) -> Result<Posted, ChatError> {
         self.check_member(caller)?;
         let store = &self.deps.store;
-        if let Some(key) = &key
-            && let Some(first) = store.idempotent_message(&caller.principal_id, key).await?
-        {
-            return Ok((first, true));
-        }
+        // No read of the idempotency key first: the key is part of a record id, so the commit
+        // itself refuses a used key (a conflict, answered below with the first message). A
+        // first post, the common case, costs no storage read at all.
         let mentions = store.existing_handles(&parse_mentions(body.as_str())).await?;
         let message = Message {
             channel_id: self.channel.id.clone(),
@@ -211,7 +209,8 @@ impl ChannelState {
                 )))?;
                 Ok((message, false))
             }
-            // The same author used the key in another channel at the same moment: that post won.
+            // The key was used before (a retry), or by the same author in another channel at the
+            // same moment: the first post stands and is answered again.
             Err(StorageError::Conflict(_)) if key.is_some() => {
                 let key = key.unwrap_or_default();
                 let first = store.idempotent_message(&caller.principal_id, &key).await?;
