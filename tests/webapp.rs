@@ -236,3 +236,23 @@ async fn two_people_chat_live_in_chromium_and_every_view_is_screenshotted() {
     }
     w.app.shutdown().await;
 }
+
+#[tokio::test]
+async fn login_link_through_the_admin_socket_names_the_running_server() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let app = crate::support::spawn_app_on(dir.path()).await;
+    assert!(app.running().admin_socket.is_some(), "an embedded store has an admin socket");
+    app.admin(AdminRequest::Bootstrap {
+        name: "Ada".into(),
+        handle: "ada".into(),
+        email: "ada@example.org".into(),
+    })
+    .await;
+    let link = app.admin(AdminRequest::LoginLink { handle: "ada".into(), base_url: None }).await;
+    let url = link["url"].as_str().expect("url");
+    assert!(url.starts_with(&format!("{}/app/?login=", app.chat.base)), "{url}");
+    assert!(link["expires_at"].is_string());
+    let res = app.chat.post(&format!("/login_links/{}/exchange", code_of(url))).send().await.expect("post");
+    assert_eq!(res.status(), StatusCode::CREATED);
+    app.shutdown().await;
+}
