@@ -18,6 +18,14 @@ const LOAD = { timeout: 10000 };
 const problems = [];
 const screenshots = [];
 const tokens = {};
+/// How long the other person waited, in ms (reported, never asserted: Playwright's polling is in it).
+const seen = {};
+const timed = async (name, action, wait) => {
+  const t0 = Date.now();
+  await action();
+  await wait();
+  seen[name] = Date.now() - t0;
+};
 const steps = [];
 const step = (s) => { steps.push(s); process.stderr.write(`step: ${s}\n`); };
 const check = (ok, what) => { if (!ok) problems.push(`${steps.at(-1)}: ${what}`); };
@@ -131,11 +139,10 @@ try {
   await box.press('Shift+Enter');
   await box.pressSequentially('second line');
   check((await box.inputValue()).includes('\n'), 'Shift+Enter breaks the line');
-  await box.press('Enter');
 
   step('Grace sees it within a second, her mention highlighted');
   const live = msg(gracePage, 'the deploy is done');
-  await live.waitFor(LIVE);
+  await timed('created', () => box.press('Enter'), () => live.waitFor(LIVE));
   check((await live.locator('mark.mention-me').textContent()) === '@grace', 'the mention is highlighted');
   check((await live.locator('.body').textContent()).includes('second line'), 'both lines arrive');
   check((await box.inputValue()) === '', 'the composer is cleared');
@@ -145,12 +152,12 @@ try {
   await mine.getByRole('button', { name: /^Edit/ }).click();
   const editor = ada.page.locator('textarea.edit-body');
   await editor.fill('Hello @grace the deploy is finished');
-  await editor.press('Enter');
-  await msg(gracePage, 'the deploy is finished').locator('.edited').waitFor(LIVE);
+  await timed('updated', () => editor.press('Enter'),
+    () => msg(gracePage, 'the deploy is finished').locator('.edited').waitFor(LIVE));
 
   step('Ada deletes it; Grace sees the tombstone within a second');
-  await msg(ada.page, 'the deploy is finished').getByRole('button', { name: /^Delete/ }).click();
-  await gracePage.locator('li.msg.deleted', { hasText: 'This message was deleted.' }).waitFor(LIVE);
+  await timed('deleted', () => msg(ada.page, 'the deploy is finished').getByRole('button', { name: /^Delete/ }).click(),
+    () => gracePage.locator('li.msg.deleted', { hasText: 'This message was deleted.' }).waitFor(LIVE));
   check((await msg(gracePage, 'the deploy is finished').count()) === 0, 'the deleted text is gone');
 
   step('the limit shows as it nears');
@@ -208,9 +215,8 @@ try {
   check((await msg(gracePage, 'posted while Grace was offline').count()) === 0, 'the dropped frame was not shown');
   dropping = false;
   await gracePage.evaluate(() => { delete document.documentElement.dataset.live; });
-  current.ws.close();
-  current.server.close();
-  await msg(gracePage, 'posted while Grace was offline').waitFor({ timeout: 5000 });
+  await timed('caught_up_after_reconnect', () => { current.ws.close(); current.server.close(); },
+    () => msg(gracePage, 'posted while Grace was offline').waitFor({ timeout: 5000 }));
   await gracePage.locator('html[data-live="true"]').waitFor(LOAD);
   check(sockets.length >= 2, 'the client reconnected');
 
@@ -337,5 +343,5 @@ try {
 } finally {
   await browser.close();
 }
-console.log(JSON.stringify({ problems, screenshots, tokens, steps }));
+console.log(JSON.stringify({ problems, screenshots, tokens, steps, seen_ms: seen }));
 process.exit(problems.length ? 1 : 0);

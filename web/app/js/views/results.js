@@ -41,7 +41,7 @@ function resultsView(ctx, { title, intro, path, params, live }) {
   }
 
   const el = h('section', { class: 'view results-view', 'aria-labelledby': 'results-title' },
-    h('header', { class: 'view-head' }, h('h1', { id: 'results-title' }, title), intro ? h('p', { class: 'topic' }, intro) : null),
+    h('header', { class: 'view-head' }, h('h1', { id: 'results-title', tabindex: -1 }, title), intro ? h('p', { class: 'topic' }, intro) : null),
     h('div', { class: 'scroller' }, note, list, more));
 
   return {
