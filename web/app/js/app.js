@@ -216,6 +216,8 @@ function onSocketEvent(item) {
 
 function setStatus(text) {
   $('#conn-status').textContent = text;
+  // `data-live` says the socket is subscribed and caught up (tests wait for it).
+  if (/onnecting/.test(text)) delete document.documentElement.dataset.live;
 }
 
 function notice(text) {
@@ -322,7 +324,6 @@ async function boot() {
   route();
   cable = new Cable({ onEvent: onSocketEvent, onLive: catchUp, onStatus: setStatus });
   cable.start();
-  document.documentElement.dataset.ready = 'true';
 }
 
 boot();

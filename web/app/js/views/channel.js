@@ -31,7 +31,7 @@ export function channelView(ctx, channel) {
 
   const body = h('textarea', {
     id: 'composer-body', name: 'body', rows: 2, autocomplete: 'off', spellcheck: 'true',
-    role: 'combobox', 'aria-autocomplete': 'list', 'aria-expanded': 'false', 'aria-controls': 'completion',
+    'aria-autocomplete': 'list', 'aria-controls': 'completion',
     'aria-describedby': 'composer-help composer-count',
     placeholder: `Message #${channel.name}`,
   });
@@ -224,7 +224,6 @@ export function channelView(ctx, channel) {
     choices = [];
     active = -1;
     completion.hidden = true;
-    body.setAttribute('aria-expanded', 'false');
     body.removeAttribute('aria-activedescendant');
   }
   function showCompletion() {
@@ -241,7 +240,6 @@ export function channelView(ctx, channel) {
         onmousedown: (e) => { e.preventDefault(); choose(i); } },
       h('span', { class: 'handle' }, `@${p.handle}`), ' ', h('span', { class: 'name' }, p.name))));
     completion.hidden = false;
-    body.setAttribute('aria-expanded', 'true');
     body.setAttribute('aria-activedescendant', `completion-${active}`);
   }
   function choose(i) {
