@@ -25,6 +25,15 @@ use tokio_util::sync::CancellationToken;
 
 use crate::settings::{AdminCommand, Cli, SignupCommand};
 
+/// The chat service's base URL when neither the command nor a running server names one.
+const DEFAULT_CHAT_BASE_URL: &str = "http://127.0.0.1:4000";
+
+/// The web client's sign-in address for a login-link code: the page exchanges `login` for a
+/// browser session (`POST /login_links/{code}/exchange`) and drops it from the address bar.
+pub fn login_url(chat_base_url: &str, code: &str) -> String {
+    format!("{chat_base_url}/app/?login={code}")
+}
+
 /// The largest request line the admin socket reads.
 const MAX_REQUEST: usize = 64 * 1024;
 
@@ -39,6 +48,12 @@ pub enum AdminRequest {
     },
     Session {
         handle: String,
+    },
+    /// A one-use sign-in link for the web client, valid 15 minutes. `base_url` is the chat
+    /// service's public base URL; over the admin socket, a missing one is the server's own.
+    LoginLink {
+        handle: String,
+        base_url: Option<String>,
     },
     /// Opens (`true`) or closes the sign-up demo.
     SignupSetOpen {
@@ -108,6 +123,18 @@ pub async fn execute(store: &Store, request: AdminRequest) -> Result<Value, Admi
             let (_, session_token) = store.issue_session(&person.id).await?;
             Ok(json!({ "session_token": session_token }))
         }
+        AdminRequest::LoginLink { handle, base_url } => {
+            let person = store
+                .person_by_handle(&handle)
+                .await?
+                .ok_or_else(|| AdminError::Invalid(format!("no person has the handle @{handle}")))?;
+            let (code, expires_at) = store.create_login_link(&person.id, now_ms()).await?;
+            let base = base_url.as_deref().unwrap_or(DEFAULT_CHAT_BASE_URL).trim_end_matches('/');
+            Ok(json!({
+                "url": login_url(base, &code),
+                "expires_at": agora_storage::time::rfc3339(expires_at),
+            }))
+        }
         AdminRequest::StatsToken => {
             let token = store.create_stats_token(agora_storage::time::now_ms()).await?;
             Ok(json!({ "token": token }))
@@ -164,6 +191,7 @@ pub fn socket_path(db: &DbSettings, explicit: Option<PathBuf>) -> Option<PathBuf
 pub fn serve_socket(
     path: &Path,
     store: Store,
+    chat_base_url: Option<String>,
     shutdown: CancellationToken,
     tasks: &mut JoinSet<anyhow::Result<()>>,
 ) -> anyhow::Result<()> {
@@ -188,8 +216,9 @@ pub fn serve_socket(
                 accepted = listener.accept() => {
                     let Ok((stream, _)) = accepted else { continue };
                     let store = store.clone();
+                    let chat_base_url = chat_base_url.clone();
                     tokio::spawn(async move {
-                        if let Err(e) = answer(stream, &store).await {
+                        if let Err(e) = answer(stream, &store, chat_base_url).await {
                             tracing::warn!("admin socket: {e}");
                         }
                     });
@@ -201,16 +230,22 @@ pub fn serve_socket(
     Ok(())
 }
 
-async fn answer(stream: UnixStream, store: &Store) -> std::io::Result<()> {
+async fn answer(stream: UnixStream, store: &Store, chat_base_url: Option<String>) -> std::io::Result<()> {
     let (read, mut write) = stream.into_split();
     let mut line = String::new();
     let mut reader = BufReader::new(read).take(MAX_REQUEST as u64);
     reader.read_line(&mut line).await?;
     let reply = match serde_json::from_str::<AdminRequest>(&line) {
-        Ok(request) => match execute(store, request).await {
-            Ok(result) => json!({ "ok": true, "result": result }),
-            Err(e) => json!({ "ok": false, "error": e.to_string() }),
-        },
+        Ok(mut request) => {
+            // A link names the address people reach this server at, unless the command said.
+            if let AdminRequest::LoginLink { base_url: base_url @ None, .. } = &mut request {
+                *base_url = chat_base_url;
+            }
+            match execute(store, request).await {
+                Ok(result) => json!({ "ok": true, "result": result }),
+                Err(e) => json!({ "ok": false, "error": e.to_string() }),
+            }
+        }
         Err(e) => json!({ "ok": false, "error": format!("bad admin request: {e}") }),
     };
     let mut bytes = serde_json::to_vec(&reply).unwrap_or_default();
@@ -253,6 +288,9 @@ pub async fn run(cli: &Cli, command: &AdminCommand) -> ExitCode {
             *json,
         ),
         AdminCommand::Session { handle, json } => (AdminRequest::Session { handle: handle.clone() }, *json),
+        AdminCommand::LoginLink { handle, chat_base_url, json } => {
+            (AdminRequest::LoginLink { handle: handle.clone(), base_url: chat_base_url.clone() }, *json)
+        }
         AdminCommand::StatsToken { json } => (AdminRequest::StatsToken, *json),
         AdminCommand::Signup(command) => signup_request(command),
     };
@@ -316,6 +354,10 @@ fn print_human(request: &AdminRequest, result: &Value) {
         AdminRequest::Session { handle } => {
             println!("New browser session for @{handle} (shown once):");
             println!("  {}", s("session_token"));
+        }
+        AdminRequest::LoginLink { handle, .. } => {
+            println!("Sign-in link for @{handle} (one use, until {}):", s("expires_at"));
+            println!("  {}", s("url"));
         }
         AdminRequest::StatsToken => {
             println!("New statistics admin token (shown once; send it as Authorization: Bearer <token>):");

@@ -123,7 +123,8 @@ pub async fn start(
 
     let admin_socket = match admin::socket_path(&db, admin_socket) {
         Some(path) => {
-            admin::serve_socket(&path, store.clone(), shutdown.clone(), &mut tasks)
+            let chat_base_url = chat.as_ref().map(|up| up.base_url.clone());
+            admin::serve_socket(&path, store.clone(), chat_base_url, shutdown.clone(), &mut tasks)
                 .with_context(|| format!("opening the admin socket {}", path.display()))?;
             Some(path)
         }

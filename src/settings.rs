@@ -235,6 +235,19 @@ pub enum AdminCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Print a one-use sign-in link for the web client, valid 15 minutes; only its hash is kept.
+    LoginLink {
+        /// The person's handle.
+        #[arg(long)]
+        handle: String,
+        /// The chat service's public base URL the link starts with (default: the running
+        /// server's, else `http://127.0.0.1:4000`).
+        #[arg(long, env = "AGORA_CHAT_BASE_URL")]
+        chat_base_url: Option<String>,
+        /// Print one JSON object: `{"url", "expires_at"}`.
+        #[arg(long)]
+        json: bool,
+    },
     /// The demo sign-up: open or close the demo, invite testers, read the outbox.
     #[command(subcommand)]
     Signup(SignupCommand),

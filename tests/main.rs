@@ -10,3 +10,4 @@ mod pages;
 mod signup;
 mod stats;
 mod support;
+mod webapp;

@@ -67,6 +67,11 @@ const MIGRATIONS: &[Migration] = &[
         sql: include_str!("migrations/0003_stats.surql"),
     },
     Migration { version: 4, name: "demo sign-up", sql: include_str!("migrations/0004_signup.surql") },
+    Migration {
+        version: 5,
+        name: "one-use sign-in links; invitations listed by age",
+        sql: include_str!("migrations/0005_login_links.surql"),
+    },
 ];
 
 /// The open store. Cheap to clone: every clone shares one connection and one directory lock.

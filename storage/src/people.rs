@@ -344,6 +344,9 @@ pub struct Invite {
     pub expires_at: i64,
     pub accepted_at: Option<i64>,
     pub person_id: Option<String>,
+    /// Set when staff withdrew the invitation; it can no longer be accepted.
+    #[serde(default)]
+    pub revoked_at: Option<i64>,
 }
 
 /// How long an invitation can be accepted.
@@ -486,7 +489,7 @@ impl Store {
     pub async fn accept_invite(&self, code: &str, person_id: &str) -> Result<bool> {
         let rows = self
             .query_rows(
-                "UPDATE type::record('invite', $hash) SET accepted_at = $now, person_id = $p WHERE !accepted_at RETURN AFTER",
+                "UPDATE type::record('invite', $hash) SET accepted_at = $now, person_id = $p WHERE !accepted_at AND !revoked_at RETURN AFTER",
                 json!({ "hash": token_hash(code), "now": now_ms(), "p": person_id }),
             )
             .await?;
@@ -519,6 +522,32 @@ impl Store {
 }
 
 impl Store {
+    /// Every invitation, newest first.
+    pub async fn invites(&self) -> Result<Vec<Invite>> {
+        let rows = self.query_rows("SELECT * FROM invite ORDER BY created_at DESC", Value::Null).await?;
+        rows.into_iter()
+            .map(|mut row| {
+                if let Some(o) = row.as_object_mut() {
+                    let id = o.remove("invite_id").unwrap_or_default();
+                    o.insert("id".into(), id);
+                }
+                serde_json::from_value(row).map_err(StorageError::corrupt)
+            })
+            .collect()
+    }
+
+    /// Withdraws an invitation that is still open; false when there is none by that id (or it
+    /// was accepted or withdrawn already).
+    pub async fn withdraw_invite(&self, invite_id: &str, now: i64) -> Result<bool> {
+        let rows = self
+            .query_rows(
+                "UPDATE invite SET revoked_at = $now WHERE invite_id = $id AND !accepted_at AND !revoked_at RETURN AFTER",
+                json!({ "id": invite_id, "now": now }),
+            )
+            .await?;
+        Ok(!rows.is_empty())
+    }
+
     /// Records which guest an accepted invitation made.
     pub async fn accept_invite_person(&self, code: &str, person_id: &str) -> Result<()> {
         self.execute(
@@ -527,5 +556,63 @@ impl Store {
         )
         .await?;
         Ok(())
+    }
+}
+
+/// How long a sign-in link works (`agora admin login-link`).
+pub const LOGIN_LINK_LIFETIME_MS: i64 = 15 * 60 * 1000;
+
+impl Store {
+    /// A one-use sign-in link for a person, valid [`LOGIN_LINK_LIFETIME_MS`] from `now`. Returns
+    /// the code (shown once; only its SHA-256 is kept) and when it expires.
+    pub async fn create_login_link(&self, person_id: &str, now: i64) -> Result<(String, i64)> {
+        let code = new_token("");
+        let expires_at = now + LOGIN_LINK_LIFETIME_MS;
+        self.execute(
+            "CREATE type::record('login_link', $hash) CONTENT { person_id: $p, created_at: $now, expires_at: $exp, used_at: NONE }",
+            json!({ "hash": token_hash(&code), "p": person_id, "now": now, "exp": expires_at }),
+        )
+        .await?;
+        Ok((code, expires_at))
+    }
+
+    /// Uses a sign-in link: the person it was made for, once, before it expires. A second use, an
+    /// expired link or an unknown code give `None`. The check and the marking are one statement,
+    /// so of two racing uses only one wins.
+    pub async fn use_login_link(&self, code: &str, now: i64) -> Result<Option<String>> {
+        let rows = self
+            .query_rows(
+                "UPDATE type::record('login_link', $hash) SET used_at = $now WHERE !used_at AND expires_at > $now RETURN AFTER",
+                json!({ "hash": token_hash(code), "now": now }),
+            )
+            .await?;
+        Ok(rows
+            .into_iter()
+            .next()
+            .and_then(|r| r.get("person_id").and_then(Value::as_str).map(str::to_owned)))
+    }
+}
+
+#[cfg(test)]
+mod login_link_tests {
+    use super::*;
+    use crate::db::DbSettings;
+
+    #[tokio::test]
+    async fn a_login_link_works_once_and_only_before_it_expires() {
+        let store = Store::open(&DbSettings::memory()).await.expect("open");
+        let ada = Handle::parse("ada").expect("handle");
+        let p = store.create_person("Ada", &ada, None, Role::Staff).await.expect("create");
+        let now = now_ms();
+        let (code, expires_at) = store.create_login_link(&p.id, now).await.expect("link");
+        assert_eq!(expires_at, now + LOGIN_LINK_LIFETIME_MS);
+        assert_eq!(store.use_login_link(&code, now + 1).await.expect("use"), Some(p.id.clone()));
+        assert_eq!(store.use_login_link(&code, now + 2).await.expect("again"), None, "one use");
+
+        let (late, _) = store.create_login_link(&p.id, now).await.expect("link");
+        assert_eq!(store.use_login_link(&late, expires_at).await.expect("late"), None, "expired");
+        assert_eq!(store.use_login_link("nope", now).await.expect("unknown"), None);
+        let stored = store.query_rows("SELECT * FROM login_link", Value::Null).await.expect("rows");
+        assert!(!stored.iter().any(|r| r.to_string().contains(&code)), "only the hash is kept");
     }
 }

@@ -81,7 +81,7 @@ impl Tickets {
 }
 
 /// The socket address of the chat service: its base URL with `ws` for `http`.
-fn ws_base(base_url: &str) -> String {
+pub(crate) fn ws_base(base_url: &str) -> String {
     if let Some(rest) = base_url.strip_prefix("https://") {
         format!("wss://{rest}")
     } else if let Some(rest) = base_url.strip_prefix("http://") {

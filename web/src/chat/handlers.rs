@@ -555,20 +555,32 @@ pub async fn create_invite(
         expires_at: now + INVITE_LIFETIME_MS,
         accepted_at: None,
         person_id: None,
+        revoked_at: None,
     };
     let code = state.chat.store().create_invite(&invite).await?;
     let url = format!("{}/app/?invite={code}", state.base_url);
-    created(json!({
-        "invite": {
-            "id": invite.id,
-            "email": invite.email,
-            "name": invite.name,
-            "channel_ids": invite.channel_ids,
-            "expires_at": agora_storage::time::rfc3339(invite.expires_at),
-        },
-        "code": code,
-        "url": url,
-    }))
+    created(json!({ "invite": wire::invite(&invite), "code": code, "url": url }))
+}
+
+/// # `GET /invites`
+/// Every invitation, newest first, with whether it was accepted or withdrawn.
+pub async fn list_invites(State(state): State<ChatState>, Staff(_caller): Staff) -> ApiResult {
+    let invites = state.chat.store().invites().await?;
+    ok(wire::list(invites.iter().map(wire::invite).collect(), None))
+}
+
+/// # `DELETE /invites/{id}`
+/// Withdraws an invitation that was not accepted yet: its link stops working.
+pub async fn withdraw_invite(
+    State(state): State<ChatState>,
+    Staff(_caller): Staff,
+    Path(id): Path<String>,
+) -> ApiResult {
+    let now = state.chat.clock().now_ms();
+    if !is_id(&id, "i_") || !state.chat.store().withdraw_invite(&id, now).await? {
+        return Err(ApiError::not_found("No open invitation has this id."));
+    }
+    no_content()
 }
 
 /// # `POST /invites/{code}/accept`
@@ -581,7 +593,10 @@ pub async fn accept_invite(State(state): State<ChatState>, Path(code): Path<Stri
         return Err(not_found());
     }
     let invite = store.invite_by_code(&code).await?.ok_or_else(not_found)?;
-    if invite.accepted_at.is_some() || invite.expires_at <= state.chat.clock().now_ms() {
+    if invite.accepted_at.is_some()
+        || invite.revoked_at.is_some()
+        || invite.expires_at <= state.chat.clock().now_ms()
+    {
         return Err(not_found());
     }
     let wish = invite.email.split('@').next().unwrap_or("guest");
@@ -671,4 +686,39 @@ pub async fn openapi(State(state): State<ChatState>) -> Response {
 /// The JSON 404 of every path the chat API does not have.
 pub async fn not_found(uri: axum::extract::OriginalUri) -> ApiError {
     ApiError::new(ErrorCode::NotFound, format!("There is no chat API endpoint at {}.", uri.path()))
+}
+
+/// # `POST /login_links/{code}/exchange`
+/// No credential: the code of a sign-in link (`agora admin login-link`) is the credential. Works
+/// once, within 15 minutes; answers a new browser session token, once.
+pub async fn exchange_login_link(State(state): State<ChatState>, Path(code): Path<String>) -> ApiResult {
+    let store = state.chat.store();
+    let not_found = || ApiError::not_found("No such sign-in link, or it was used or has expired.");
+    if code.is_empty() || code.len() > 100 {
+        return Err(not_found());
+    }
+    let person_id = store.use_login_link(&code, state.chat.clock().now_ms()).await?.ok_or_else(not_found)?;
+    let person = store.person(&person_id).await?.ok_or_else(not_found)?;
+    let (_, token) = store.issue_session(&person.id).await?;
+    created(json!({ "person": wire::person(&person, true), "token": token }))
+}
+
+/// # `DELETE /session`
+/// Signs out: revokes the browser session that makes the call; its sockets close at once.
+pub async fn sign_out(State(state): State<ChatState>, Reader(caller): Reader) -> ApiResult {
+    if caller.credential != CredentialKind::Session {
+        return Err(ApiError::forbidden(
+            "Only a browser session signs out here; revoke keys and tokens in the staff pages.",
+        ));
+    }
+    state.chat.store().revoke_credential(&caller.credential_id).await?;
+    state.chat.sessions().disconnect_credential(&caller.credential_id);
+    no_content()
+}
+
+/// # `GET /bots`
+/// The bots that are not deleted, ordered by id.
+pub async fn list_bots(State(state): State<ChatState>, Staff(_caller): Staff) -> ApiResult {
+    let bots = state.chat.store().bots().await?;
+    ok(wire::list(bots.iter().map(wire::bot).collect(), None))
 }

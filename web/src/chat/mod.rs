@@ -9,7 +9,9 @@
 //! - [`openapi`]: the OpenAPI 3.1 description, built from the same table of operations the tests
 //!   check against the router.
 //! - [`error`]: the `{error, message}` format.
+//! - [`app`]: the web client's static files under `/app/`.
 
+pub mod app;
 pub mod auth;
 pub mod body;
 pub mod cable;
@@ -69,14 +71,21 @@ pub fn router(state: ChatState) -> Router {
         .route("/stream_tickets", post(cable::create_stream_ticket))
         .route("/cable", get(cable::cable))
         .route("/people", get(h::list_people))
-        .route("/bots", post(h::create_bot))
+        .route("/bots", get(h::list_bots).post(h::create_bot))
         .route("/bots/{id}", delete(h::delete_bot))
         .route("/keys", get(h::list_keys).post(h::create_key))
         .route("/keys/{id}", delete(h::revoke_key))
         .route("/connector_tokens", get(h::list_connector_tokens).post(h::create_connector_token))
         .route("/connector_tokens/{id}", delete(h::revoke_connector_token))
-        .route("/invites", post(h::create_invite))
+        .route("/invites", get(h::list_invites).post(h::create_invite))
+        .route("/invites/{id}", delete(h::withdraw_invite))
         .route("/invites/{code}/accept", post(h::accept_invite))
+        .route("/login_links/{code}/exchange", post(h::exchange_login_link))
+        .route("/session", delete(h::sign_out))
+        .route("/", get(app::redirect_to_app))
+        .route("/app", get(app::redirect_to_app))
+        .route("/app/", get(app::app_index))
+        .route("/app/{*path}", get(app::app_file))
         .fallback(h::not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(body::MAX_BODY_BYTES))

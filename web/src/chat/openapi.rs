@@ -193,6 +193,7 @@ pub const OPERATIONS: &[Operation] = &[
         (201, Some("BotCreated")),
         &[],
     ),
+    op("get", "/bots", "listBots", "staff", "Bots that are not deleted", None, (200, Some("BotList")), &[]),
     op(
         "delete",
         "/bots/{id}",
@@ -265,6 +266,26 @@ pub const OPERATIONS: &[Operation] = &[
         &[],
     ),
     op(
+        "get",
+        "/invites",
+        "listInvites",
+        "staff",
+        "Invitations, newest first",
+        None,
+        (200, Some("InviteList")),
+        &[],
+    ),
+    op(
+        "delete",
+        "/invites/{id}",
+        "withdrawInvite",
+        "staff",
+        "Withdraw an invitation not accepted yet: its link stops working",
+        None,
+        (204, None),
+        &[],
+    ),
+    op(
         "post",
         "/invites/{code}/accept",
         "acceptInvite",
@@ -272,6 +293,26 @@ pub const OPERATIONS: &[Operation] = &[
         "Accept an invitation (no credential): creates the guest and answers a browser session token, once",
         None,
         (201, Some("InviteAccepted")),
+        &[],
+    ),
+    op(
+        "post",
+        "/login_links/{code}/exchange",
+        "exchangeLoginLink",
+        "public",
+        "Exchange a sign-in link's code (agora admin login-link; one use, 15 minutes) for a browser session token, once",
+        None,
+        (201, Some("SessionIssued")),
+        &[],
+    ),
+    op(
+        "delete",
+        "/session",
+        "signOut",
+        "read",
+        "Sign out: revoke the browser session making the call (other credentials get 403)",
+        None,
+        (204, None),
         &[],
     ),
     op("get", "/openapi.json", "getOpenapi", "public", "This description", None, (200, None), &[]),
@@ -402,7 +443,39 @@ fn list_of(name: &str) -> Value {
     })
 }
 
+/// The schemas of the sign-in, bot and invitation lists (a second object: one `json!` this size
+/// reaches the macro recursion limit).
+fn more_schemas() -> Value {
+    let time = json!({ "type": "string", "format": "date-time" });
+    let time_or_null = json!({ "type": ["string", "null"], "format": "date-time" });
+    json!({
+        "BotList": list_of("Bot"),
+        "Invite": {
+            "type": "object",
+            "required": ["id", "email", "name", "channel_ids", "created_at", "expires_at", "accepted_at", "revoked_at"],
+            "properties": {
+                "id": { "type": "string" }, "email": { "type": "string" }, "name": { "type": "string" },
+                "channel_ids": { "type": "array", "items": { "type": "string" } },
+                "created_at": time, "expires_at": time, "accepted_at": time_or_null,
+                "revoked_at": { "type": ["string", "null"], "format": "date-time", "description": "Set when staff withdrew it" }
+            }
+        },
+        "InviteList": list_of("Invite"),
+        "SessionIssued": { "type": "object", "required": ["person", "token"], "properties": { "person": schema("Person"), "token": { "type": "string", "description": "chs_... browser session; shown once" } } },
+        "NewConnectorToken": strict(json!({ "person_id": { "type": "string" }, "scope": { "type": "string", "enum": ["read", "write"] } }), &["person_id", "scope"]),
+        "NewInvite": strict(json!({ "email": { "type": "string", "format": "email" }, "name": { "type": "string", "minLength": 1, "maxLength": 80 }, "channel_ids": { "type": "array", "items": { "type": "string" } } }), &["email", "name"])
+    })
+}
+
 fn schemas() -> Value {
+    let mut all = base_schemas();
+    if let (Some(all), Value::Object(more)) = (all.as_object_mut(), more_schemas()) {
+        all.extend(more);
+    }
+    all
+}
+
+fn base_schemas() -> Value {
     let time = json!({ "type": "string", "format": "date-time" });
     let time_or_null = json!({ "type": ["string", "null"], "format": "date-time" });
     let kind = json!({ "type": "string", "enum": ["person", "bot"] });
@@ -533,7 +606,7 @@ fn schemas() -> Value {
             "type": "object",
             "required": ["invite", "code", "url"],
             "properties": {
-                "invite": { "type": "object", "properties": { "id": { "type": "string" }, "email": { "type": "string" }, "name": { "type": "string" }, "channel_ids": { "type": "array", "items": { "type": "string" } }, "expires_at": time } },
+                "invite": schema("Invite"),
                 "code": { "type": "string", "description": "One use, 7 days" },
                 "url": { "type": "string", "format": "uri" }
             }
@@ -549,9 +622,7 @@ fn schemas() -> Value {
         "ChannelPatch": strict(json!({ "name": { "type": "string", "minLength": 1, "maxLength": 80 }, "external": { "type": "boolean" }, "topic": { "type": ["string", "null"], "maxLength": 250 } }), &[]),
         "NewMember": strict(json!({ "member_id": { "type": "string", "description": "A person's or bot's id" } }), &["member_id"]),
         "NewBot": strict(json!({ "name": { "type": "string", "minLength": 1, "maxLength": 80 }, "handle": { "type": "string", "pattern": "^[a-z0-9][a-z0-9_.-]{0,31}$" } }), &["name", "handle"]),
-        "NewKey": strict(json!({ "name": { "type": "string", "minLength": 1, "maxLength": 60 } }), &["name"]),
-        "NewConnectorToken": strict(json!({ "person_id": { "type": "string" }, "scope": { "type": "string", "enum": ["read", "write"] } }), &["person_id", "scope"]),
-        "NewInvite": strict(json!({ "email": { "type": "string", "format": "email" }, "name": { "type": "string", "minLength": 1, "maxLength": 80 }, "channel_ids": { "type": "array", "items": { "type": "string" } } }), &["email", "name"])
+        "NewKey": strict(json!({ "name": { "type": "string", "minLength": 1, "maxLength": 60 } }), &["name"])
     })
 }
 

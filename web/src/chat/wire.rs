@@ -2,7 +2,7 @@
 
 use agora_actors::chat::rules::Caller;
 use agora_storage::chat::{Channel, Member, MemberRef, Message};
-use agora_storage::people::{Bot, Credential, Person};
+use agora_storage::people::{Bot, Credential, Invite, Person};
 use agora_storage::time::rfc3339;
 use base64::Engine as _;
 use serde_json::{Value, json};
@@ -99,6 +99,19 @@ pub fn key(c: &Credential) -> Value {
         "name": c.name,
         "created_at": rfc3339(c.created_at),
         "revoked_at": c.revoked_at.map(rfc3339),
+    })
+}
+
+pub fn invite(i: &Invite) -> Value {
+    json!({
+        "id": i.id,
+        "email": i.email,
+        "name": i.name,
+        "channel_ids": i.channel_ids,
+        "created_at": rfc3339(i.created_at),
+        "expires_at": rfc3339(i.expires_at),
+        "accepted_at": i.accepted_at.map(rfc3339),
+        "revoked_at": i.revoked_at.map(rfc3339),
     })
 }
 
