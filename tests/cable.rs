@@ -1,6 +1,8 @@
 //! The live socket: stream tickets and `/cable` over ActionCable, with a plain websocket client and
 //! with Rails' own `@rails/actioncable` under Node.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use futures::{SinkExt as _, StreamExt as _};
@@ -246,15 +248,24 @@ async fn a_socket_that_stops_reading_is_disconnected_and_others_keep_receiving()
     // 20 MB of frames: far more than the queue (512 frames) and what the kernel buffers for a
     // client that never reads.
     const POSTS: usize = 2000;
+    // How far the posters may run ahead of the fast reader: well inside its queue, so that on a
+    // busy machine it is the slow socket, not a merely late one, that falls behind.
+    const AHEAD: usize = 128;
+    let received = Arc::new(AtomicUsize::new(0));
+    let posted = Arc::new(AtomicUsize::new(0));
     // The fast reader counts every post it receives, while the slow one reads nothing.
+    let counted = received.clone();
     let reader = tokio::spawn(async move {
         let mut got = 0;
         while got < POSTS {
             let Some(frame) = next_within(&mut fast, Duration::from_secs(30)).await else { break };
             if frame["message"]["kind"] == "message.created" {
                 got += 1;
+                counted.store(got, Ordering::SeqCst);
             }
         }
+        // Done or given up: the posters must not wait for it any more.
+        counted.store(usize::MAX / 2, Ordering::SeqCst);
         got
     });
     // Big messages fill the slow socket's queue and the kernel's buffers quickly.
@@ -265,8 +276,13 @@ async fn a_socket_that_stops_reading_is_disconnected_and_others_keep_receiving()
         let token = w.staff.clone();
         let path = format!("/channels/{ch}/messages");
         let big = big.clone();
+        let (posted, received) = (posted.clone(), received.clone());
         posters.push(tokio::spawn(async move {
             for _ in 0..POSTS / 8 {
+                while posted.load(Ordering::SeqCst) > received.load(Ordering::SeqCst) + AHEAD {
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                }
+                posted.fetch_add(1, Ordering::SeqCst);
                 let res = chat
                     .post(&path)
                     .bearer_auth(&token)
