@@ -644,9 +644,13 @@ pub async fn list_events(
     let mut items = Vec::new();
     let mut scanned_to = after;
     let mut full = false;
+    // The first window is one page: a reader in every busy channel (a bot, usually) fills its
+    // page from it. Windows grow fourfold while the caller's events are sparse.
+    let mut window = limit as i64;
     while !full && scanned_to < watermark && scanned_to - after < MAX_FEED_SCAN {
         let lo = scanned_to + 1;
-        let hi = watermark.min(lo + (limit as i64) * 4);
+        let hi = watermark.min(lo + window - 1);
+        window = (window * 4).min(MAX_FEED_SCAN);
         for event in store.events_between(lo, hi).await? {
             let visible = mine.contains(&event.channel_id)
                 || (event.kind == agora_storage::chat::EventKind::MemberRemoved
