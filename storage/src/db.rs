@@ -74,10 +74,15 @@ const MIGRATIONS: &[Migration] = &[
     },
 ];
 
-/// The open store. Cheap to clone: every clone shares one connection and one directory lock.
+/// The open store. Cheap to clone: every clone shares one connection, one database session and
+/// one directory lock.
 #[derive(Clone)]
 pub struct Store {
-    db: Surreal<Any>,
+    /// Behind an `Arc` because cloning a `Surreal` handle opens a new session in the engine (about
+    /// 64 KiB each, plus a message to the engine's session task to open and another to end it):
+    /// a store is cloned for every request and held by every live socket. Every query binds its
+    /// own variables and runs its transactions within one query text, so one session serves all.
+    db: Arc<Surreal<Any>>,
     inner: Arc<Inner>,
 }
 
@@ -175,7 +180,7 @@ impl Store {
         }
         db.use_ns(settings.namespace.as_str()).use_db(settings.database.as_str()).await?;
         let store = Store {
-            db,
+            db: Arc::new(db),
             inner: Arc::new(Inner { _lock: lock, data_dir, principals: PrincipalCache::default() }),
         };
         store.migrate().await?;
