@@ -237,10 +237,23 @@ pub async fn connect_ws(url: &str, source: IpAddr, actioncable: bool) -> anyhow:
     Ok(ws)
 }
 
-/// Sends the ActionCable subscribe command for EventsChannel and waits for its confirmation.
+/// Waits for ActionCable's welcome, subscribes to EventsChannel and waits for the confirmation.
 pub async fn subscribe(ws: &mut Ws) -> anyhow::Result<()> {
     use futures::{SinkExt as _, StreamExt as _};
     use tokio_tungstenite::tungstenite::Message;
+    // Wait for `welcome` first, as Rails' own client does: Rails may drop a command that arrives
+    // before the connection is open.
+    loop {
+        let Some(msg) = ws.next().await else { bail!("socket closed before welcome") };
+        if let Message::Text(t) = msg? {
+            if t.as_str().contains("\"welcome\"") {
+                break;
+            }
+            if t.as_str().contains("\"disconnect\"") {
+                bail!("refused: {}", t.as_str());
+            }
+        }
+    }
     let identifier = r#"{"channel":"EventsChannel"}"#;
     ws.send(Message::text(json!({ "command": "subscribe", "identifier": identifier }).to_string())).await?;
     loop {
