@@ -10,10 +10,8 @@ use futures::StreamExt as _;
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 
-use crate::common::{
-    Progress, cpu_seconds, histogram, merge, now_nanos, percentiles, record, round2, rss_kib,
-};
-use crate::target::{Target, connect_all};
+use crate::common::{Progress, cpu_seconds, histogram, merge, now_nanos, percentiles, record, round2};
+use crate::target::{Target, connect_measured};
 
 pub struct Options {
     pub sockets: usize,
@@ -46,22 +44,17 @@ struct Received {
 /// Runs the scenario against one target.
 pub async fn run(target: Arc<Target>, o: &Options) -> anyhow::Result<Value> {
     let channel = target.channel().await?;
-    let rss_before = target.pid.and_then(rss_kib);
     eprintln!("fanout [{}]: connecting {} sockets, {} at a time", target.name, o.sockets, o.concurrency);
-    let connected = connect_all(&target, o.sockets, o.concurrency).await;
+    let measured = connect_measured(&target, o.sockets, o.concurrency, Duration::from_secs(1)).await;
+    let (kib_per_socket, kib_per_socket_total) = (measured.kib_per_socket(), measured.kib_per_socket_total());
+    let connected = measured.connected;
     eprintln!(
         "  {} connected in {:.1}s, {} failed",
         connected.sockets.len(),
         connected.elapsed.as_secs_f64(),
         connected.failures
     );
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    let rss_after = target.pid.and_then(rss_kib);
     let n = connected.sockets.len();
-    let kib_per_socket = match (rss_before, rss_after) {
-        (Some(b), Some(a)) if n > 0 => Some(round2(a.saturating_sub(b) as f64 / n as f64)),
-        _ => None,
-    };
     // Once posting ends: how many were acknowledged, so a receiver knows when it has them all.
     let acked_final = Arc::new(AtomicUsize::new(usize::MAX));
     let done_at: Arc<std::sync::Mutex<Option<Instant>>> = Arc::default();
@@ -188,7 +181,7 @@ pub async fn run(target: Arc<Target>, o: &Options) -> anyhow::Result<Value> {
             "posts": o.posts, "acknowledged": acked, "post_errors": post_errors, "rate": o.rate, "posters": o.posters,
             "delivered": delivered, "lost": lost, "repeated": repeated, "disconnected": disconnected,
             "deliveries_per_second": (delivered as f64 / span).round(),
-            "kib_per_idle_socket": kib_per_socket,
+            "kib_per_idle_socket": kib_per_socket, "kib_per_idle_socket_total": kib_per_socket_total,
             "server_cpu_seconds": cpu.map(round2),
             "deliveries_per_cpu_second": cpu.filter(|c| *c > 0.0).map(|c| (delivered as f64 / c).round()),
             "post_ack_p50_ms": round2(crate::common::ms(post_hist.value_at_quantile(0.5))),

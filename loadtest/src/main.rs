@@ -170,7 +170,11 @@ async fn targets(
 ) -> anyhow::Result<Vec<Arc<Target>>> {
     let mut out = Vec::new();
     if !args.no_agora {
-        out.push(Target { name: "agora", kind: Kind::Agora { client: client.clone() }, pid: server_pid });
+        out.push(Target {
+            name: "agora",
+            kind: Kind::Agora { client: client.clone(), tickets: Default::default() },
+            pid: server_pid,
+        });
     }
     if args.spawn_baseline {
         let (process, url) = spawn::baseline(args.server_cpus.as_deref()).await?;
