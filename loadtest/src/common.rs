@@ -224,7 +224,11 @@ pub async fn connect_ws(url: &str, source: IpAddr, actioncable: bool) -> anyhow:
         tokio::net::lookup_host((host.as_str(), port)).await?.next().context("no address")?;
     let socket =
         if addr.is_ipv4() { tokio::net::TcpSocket::new_v4()? } else { tokio::net::TcpSocket::new_v6()? };
-    if addr.is_ipv4() && source.is_ipv4() {
+    // 127.0.0.1 is left to connect(), which picks a port free for this destination (ports in
+    // TIME_WAIT from an earlier run to another server port stay usable); other addresses are bound
+    // first, with SO_REUSEADDR for the same reason.
+    if addr.is_ipv4() && source.is_ipv4() && source != IpAddr::V4(Ipv4Addr::LOCALHOST) {
+        socket.set_reuseaddr(true)?;
         socket.bind(SocketAddr::new(source, 0))?;
     }
     let stream = socket.connect(addr).await?;

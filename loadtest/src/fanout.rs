@@ -58,11 +58,15 @@ pub async fn run(target: Arc<Target>, o: &Options) -> anyhow::Result<Value> {
     // Once posting ends: how many were acknowledged, so a receiver knows when it has them all.
     let acked_final = Arc::new(AtomicUsize::new(usize::MAX));
     let done_at: Arc<std::sync::Mutex<Option<Instant>>> = Arc::default();
+    // While posting, a receiver only waits for frames (no timer per frame: the client's own cost
+    // bounds what it can measure); once posting ends it is woken and waits with a timeout.
+    let (done_tx, done_rx) = tokio::sync::watch::channel(false);
     let progress = Progress::start(target.name, &["posted", "delivered"]);
     let mut readers = Vec::with_capacity(n);
     let posts = o.posts;
     for mut ws in connected.sockets {
         let (acked_final, done_at, progress) = (acked_final.clone(), done_at.clone(), progress.clone());
+        let mut done_rx = done_rx.clone();
         readers.push(tokio::spawn(async move {
             let mut r =
                 Received { hist: histogram(), delivered: 0, repeated: 0, disconnected: false, last: None };
@@ -72,7 +76,15 @@ pub async fn run(target: Arc<Target>, o: &Options) -> anyhow::Result<Value> {
                 if r.delivered >= expected {
                     break;
                 }
-                match tokio::time::timeout(Duration::from_millis(500), ws.next()).await {
+                let next = if *done_rx.borrow() {
+                    tokio::time::timeout(Duration::from_millis(500), ws.next()).await
+                } else {
+                    tokio::select! {
+                        m = ws.next() => Ok(m),
+                        _ = done_rx.changed() => continue,
+                    }
+                };
+                match next {
                     Ok(Some(Ok(Message::Text(t)))) => {
                         let text = t.as_str();
                         let Some((sent, i)) = stamp(text) else {
@@ -141,12 +153,16 @@ pub async fn run(target: Arc<Target>, o: &Options) -> anyhow::Result<Value> {
                     }
                 }
             }
-            (acked, errors, hist)
+            // The poster is returned, not dropped: a baseline poster socket holds unread frames,
+            // and closing it then sends a reset that can discard its last posts at the server.
+            (acked, errors, hist, poster)
         }));
     }
     let (mut acked, mut post_errors, mut post_hist) = (0usize, 0usize, histogram());
+    let mut keep = Vec::new();
     for p in posters {
-        let (a, e, h) = p.await?;
+        let (a, e, h, poster) = p.await?;
+        keep.push(poster);
         acked += a;
         post_errors += e;
         post_hist.add(&h)?;
@@ -155,6 +171,7 @@ pub async fn run(target: Arc<Target>, o: &Options) -> anyhow::Result<Value> {
         *d = Some(Instant::now());
     }
     acked_final.store(if post_errors == 0 { posts } else { acked }, Ordering::Relaxed);
+    let _ = done_tx.send(true);
     let mut hist = histogram();
     let (mut delivered, mut repeated, mut disconnected, mut last) = (0usize, 0usize, 0usize, post_start);
     for r in readers {
@@ -168,6 +185,7 @@ pub async fn run(target: Arc<Target>, o: &Options) -> anyhow::Result<Value> {
         }
     }
     progress.stop();
+    drop(keep);
     let cpu = match (cpu_before, target.pid.and_then(cpu_seconds)) {
         (Some(b), Some(a)) => Some(a - b),
         _ => None,

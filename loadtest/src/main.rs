@@ -300,6 +300,7 @@ fn main() -> ExitCode {
             let written = match &json_file {
                 Some(path) => std::fs::write(path, format!("{line}\n"))
                     .with_context(|| format!("writing {}", path.display())),
+                None if summary["scenario"] == "summarize" => Ok(()),
                 None => {
                     println!("{line}");
                     Ok(())

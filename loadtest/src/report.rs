@@ -109,7 +109,7 @@ pub fn machine(server_cpus: &Option<String>, client_cpus: &Option<String>) -> Va
     let at =
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
     json!({
-        "cpus": std::thread::available_parallelism().map(usize::from).unwrap_or(0),
+        "cpus": std::fs::read_to_string("/proc/cpuinfo").map(|c| c.lines().filter(|l| l.starts_with("processor")).count()).unwrap_or(0),
         "load_1_5_15": load.join(" "), "server_cpus": server_cpus, "client_cpus": client_cpus, "unix_time": at,
     })
 }
