@@ -175,12 +175,17 @@ pub async fn connect_measured(
     concurrency: usize,
     settle: Duration,
 ) -> Measured {
-    if let Err(e) = target.prefetch_tickets(n).await {
-        eprintln!("  fetching stream tickets failed ({e:#}); each socket fetches its own");
-    }
+    let prefetch = |count: usize| async move {
+        if let Err(e) = target.prefetch_tickets(count).await {
+            eprintln!("  fetching stream tickets failed ({e:#}); each socket fetches its own");
+        }
+    };
+    // Tickets live 60 s: fetched for each half just before it.
+    prefetch(n / 2).await;
     let rss_before_kib = target.pid.and_then(rss_kib);
     let mut connected = connect_all(target, 0, n / 2, n, concurrency).await;
     tokio::time::sleep(settle).await;
+    prefetch(n - n / 2).await;
     let rss_half_kib = target.pid.and_then(rss_kib);
     let second = connect_all(target, n / 2, n, n, concurrency).await;
     tokio::time::sleep(settle).await;
