@@ -6,7 +6,7 @@
 # is most of it: it delivers a few thousand frames a second).
 #
 #   bash loadtest/bench.sh                 # everything, 3 runs
-#   RUNS=1 ONLY="fanout post" bash loadtest/bench.sh   # parts: post feed signup fanout large sweep connections
+#   RUNS=1 ONLY="fanout post" bash loadtest/bench.sh   # parts: post feed signup fanout large sweep mix connections
 #
 # Results: one JSON summary per run in $OUT (default target/bench-<time>/), and $OUT/summary.md.
 # Needs Debian's ruby-rails and puma for the peer (loadtest/peers/rails/run.sh installs them).
@@ -17,7 +17,7 @@ RUNS="${RUNS:-3}"
 SERVER_CPUS="${SERVER_CPUS:-1}"
 CLIENT_CPUS="${CLIENT_CPUS:-0}"
 PEER_PORT="${PEER_PORT:-4300}"
-ONLY="${ONLY:-post feed signup fanout large sweep connections}"
+ONLY="${ONLY:-post feed signup fanout large sweep mix connections}"
 TARGET_DIR="${CARGO_TARGET_DIR:-target}"
 OUT="${OUT:-$TARGET_DIR/bench-$(date -u +%Y%m%dT%H%M%SZ)}"
 mkdir -p "$OUT"
@@ -82,13 +82,19 @@ for r in $(seq 1 "$RUNS"); do
     run fanout-19000 --spawn fanout --sockets 19000 --posts 50 --rate 5 --posters 8
   fi
   if want sweep; then
-    # Sockets the Rails peer holds at p95 < 500 ms, at fanout's 20 posts a second.
+    # Sockets held at p95 < 500 ms at fanout's 20 posts a second: agora between 1,000 and 5,000,
+    # the Rails peer at a few hundred.
+    run fanout-2500 --spawn fanout --sockets 2500 --posts 100 --rate 20 --posters 8
     for s in 250 500; do
       peer_start
       run "rails-$s" --no-agora --peer-url "http://127.0.0.1:$PEER_PORT" --peer-pid "$PEER_PID" \
         fanout --sockets "$s" --posts 100 --rate 20 --posters 8
       peer_stop
     done
+  fi
+  if want mix; then
+    # The chat mix: 2,000 clients (each its own bot) in rooms of 10-100, each posting every 10-60 s.
+    run mix-2000 --spawn mix --clients 2000 --seconds 60
   fi
   if want connections; then
     peer_start

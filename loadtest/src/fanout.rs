@@ -22,7 +22,7 @@ pub struct Options {
 }
 
 /// Reads `t=<unix nanos> i=<index>` out of a frame without parsing its JSON.
-fn stamp(frame: &str) -> Option<(u128, usize)> {
+pub fn stamp(frame: &str) -> Option<(u128, usize)> {
     let at = frame.find("t=")? + 2;
     let rest = &frame[at..];
     let end = rest.find(|c: char| !c.is_ascii_digit())?;

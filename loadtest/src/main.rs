@@ -3,7 +3,7 @@
 //! HTTP and ActionCable, records latencies in HdrHistogram, shows a progress line every second on
 //! stderr, and ends with a table and a JSON summary.
 //!
-//! Scenarios: `post`, `paging`, `fanout`, `connections`, `feed`, `signup`; `baseline` runs the bare
+//! Scenarios: `post`, `paging`, `fanout`, `connections`, `feed`, `mix`, `signup`; `baseline` runs the bare
 //! server; `summarize` turns the JSON summaries of several runs into medians. It depends on none
 //! of agora's crates, so it measures only what a client sees.
 
@@ -12,6 +12,7 @@ mod common;
 mod connections;
 mod fanout;
 mod feed;
+mod mix;
 mod post;
 mod report;
 mod signup;
@@ -140,6 +141,25 @@ enum Scenario {
         #[arg(long, default_value_t = 10)]
         seconds: u64,
     },
+    /// The chat mix: N clients (each its own bot) in rooms of 10 to 100, each posting in its room
+    /// every 10 to 60 s: post-to-receive latency at every member, nothing lost or repeated.
+    Mix {
+        #[arg(long, default_value_t = 1000)]
+        clients: usize,
+        #[arg(long, default_value_t = 10)]
+        room_min: usize,
+        #[arg(long, default_value_t = 100)]
+        room_max: usize,
+        /// Shortest time between one client's posts, in seconds.
+        #[arg(long, default_value_t = 10.0)]
+        every_min: f64,
+        /// Longest time between one client's posts, in seconds.
+        #[arg(long, default_value_t = 60.0)]
+        every_max: f64,
+        /// Seconds to post for.
+        #[arg(long, default_value_t = 60)]
+        seconds: u64,
+    },
     /// Bursts of sign-ups from many addresses and numbers: every limit answers as signup.md says.
     /// Needs a fresh server with the demo open (as --spawn makes it).
     Signup,
@@ -231,6 +251,17 @@ async fn run(args: Args) -> anyhow::Result<Value> {
             }
             Scenario::Feed { bots, writers, channels, seconds } => {
                 feed::run(client.clone(), *bots, *writers, *channels, *seconds).await?
+            }
+            Scenario::Mix { clients, room_min, room_max, every_min, every_max, seconds } => {
+                let o = mix::Options {
+                    clients: *clients,
+                    room_min: (*room_min).max(1),
+                    room_max: (*room_max).max((*room_min).max(1)),
+                    every_min: *every_min,
+                    every_max: every_max.max(*every_min),
+                    seconds: *seconds,
+                };
+                mix::run(client.clone(), &o).await?
             }
             Scenario::Signup => {
                 signup::run(&signup_url, agora.as_ref().map(|a| (a.bin.as_path(), a.db.as_str()))).await?
