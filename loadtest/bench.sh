@@ -2,7 +2,7 @@
 # Regenerates BENCHMARKS.md's figures: every scenario RUNS times (default 3) against a fresh agora
 # (--spawn), the bare baseline (--spawn-baseline) and the Rails ActionCable peer (restarted for
 # each run), with the servers pinned to SERVER_CPUS and the load generator to CLIENT_CPUS; then the
-# medians of every figure. About 20 minutes on the 2-core machine (the Rails peer at 5,000 sockets
+# medians of every figure. About 25 minutes on the 2-core machine (the Rails peer at 5,000 sockets
 # is most of it: it delivers a few thousand frames a second).
 #
 #   bash loadtest/bench.sh                 # everything, 3 runs
