@@ -283,3 +283,30 @@ pub fn median(values: &mut [f64]) -> Option<f64> {
     let n = values.len();
     Some(if n % 2 == 1 { values[n / 2] } else { (values[n / 2 - 1] + values[n / 2]) / 2.0 })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn medians() {
+        assert_eq!(median(&mut []), None);
+        assert_eq!(median(&mut [3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), Some(2.5));
+    }
+
+    #[test]
+    fn one_source_address_per_ten_thousand_sockets() {
+        let lo = IpAddr::V4(Ipv4Addr::LOCALHOST);
+        assert!((0..10_000).all(|i| source_ip(i, 10_000) == lo));
+        assert_eq!(source_ip(0, 19_000), lo);
+        assert_eq!(source_ip(1, 19_000), IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2)));
+        assert_eq!(source_ip(2, 19_000), lo);
+    }
+
+    #[test]
+    fn reads_cpu_time_of_this_process() {
+        assert!(cpu_seconds(std::process::id()).is_some_and(|s| s >= 0.0));
+        assert!(rss_kib(std::process::id()).is_some_and(|k| k > 0));
+    }
+}

@@ -239,3 +239,31 @@ pub async fn run(signup_url: &str, agora: Option<(&Path, &str)>) -> anyhow::Resu
         percentiles(&hist),
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(ratelimit: &str) -> Answer {
+        Answer {
+            status: 202,
+            code: String::new(),
+            retry_after: None,
+            ratelimit: Some(ratelimit.to_owned()),
+            policy: None,
+            keys: vec![],
+        }
+    }
+
+    #[test]
+    fn reads_what_is_left_from_the_ratelimit_header() {
+        assert_eq!(remaining(&answer("\"per-address\";r=7;t=3600")), Some(7));
+        assert_eq!(remaining(&answer("\"per-address\";t=3600")), None);
+    }
+
+    #[test]
+    fn numbers_are_valid_and_distinct_in_their_last_four() {
+        assert_eq!(phone(0), "4155552000");
+        assert_ne!(phone(100)[6..], phone(200)[6..]);
+    }
+}
