@@ -84,10 +84,10 @@ for r in $(seq 1 "$RUNS"); do
   if want sweep; then
     # Sockets held at p95 < 500 ms at fanout's 20 posts a second: agora between 1,000 and 5,000,
     # the Rails peer at a few hundred (SWEEP_AGORA, SWEEP_RAILS: the sizes).
-    for s in ${SWEEP_AGORA:-2500}; do
+    for s in ${SWEEP_AGORA:-4500}; do
       run "fanout-$s" --spawn fanout --sockets "$s" --posts 100 --rate 20 --posters 8
     done
-    for s in ${SWEEP_RAILS:-250 500}; do
+    for s in ${SWEEP_RAILS:-350 500}; do
       peer_start
       run "rails-$s" --no-agora --peer-url "http://127.0.0.1:$PEER_PORT" --peer-pid "$PEER_PID" \
         fanout --sockets "$s" --posts 100 --rate 20 --posters 8
