@@ -1,45 +1,96 @@
-//! agora's load generator: a black-box client of a running agora, recording latencies in
-//! HdrHistogram and ending with a table and a JSON summary.
+//! agora's load generator: a black-box client of a running agora (or of one it starts itself with
+//! `--spawn`), of the bare `baseline` broadcast server and of the Rails ActionCable peer. It speaks
+//! HTTP and ActionCable, records latencies in HdrHistogram, shows a progress line every second on
+//! stderr, and ends with a table and a JSON summary.
 //!
-//! This first version has the HTTP scenarios of the chat API:
-//! - `post`: C concurrent posters over K channels for a while: acknowledged posts a second and
-//!   latency percentiles; afterwards every channel is read back and every acknowledged message
-//!   must be stored exactly once.
-//! - `paging`: fills one channel with N messages, then walks it from newest to oldest, one page of
-//!   100 at a time, and reports the time of pages near the newest end and near the oldest end.
-//!
-//! The socket scenarios (`fanout`, `connections`), `feed`, `signup` and the bare `baseline` server
-//! arrive with the load-test issue. It depends on none of agora's crates, so it measures only what
-//! a client sees. The server must allow the load (`--posts-per-minute`, `--reads-per-minute`).
+//! Scenarios: `post`, `paging`, `fanout`, `connections`, `feed`, `mix`, `signup`; `baseline` runs the bare
+//! server; `summarize` turns the JSON summaries of several runs into medians. It depends on none
+//! of agora's crates, so it measures only what a client sees.
 
-use std::collections::HashSet;
+mod baseline;
+mod common;
+mod connections;
+mod fanout;
+mod feed;
+mod mix;
+mod post;
+mod report;
+mod signup;
+mod spawn;
+mod target;
+
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
-use anyhow::{Context as _, bail};
+use anyhow::Context as _;
 use clap::{Parser, Subcommand};
-use hdrhistogram::Histogram;
 use serde_json::{Value, json};
-use tokio::sync::Mutex;
 
-/// Drive a running agora and report rates and latencies.
+use crate::common::Client;
+use crate::target::{Kind, Target};
+
+/// Drive agora (and the baseline and the Rails peer) and report rates, latencies and correctness.
 #[derive(Debug, Parser)]
 #[command(name = "agora-loadtest", version)]
 struct Args {
-    /// Base URL of the chat service.
+    /// Base URL of agora's chat service (ignored with --spawn).
     #[arg(long, global = true, default_value = "http://127.0.0.1:4000")]
     chat_url: String,
-    /// A staff browser session token (`agora admin session --handle H`).
+    /// Base URL of agora's sign-up service (ignored with --spawn).
+    #[arg(long, global = true, default_value = "http://127.0.0.1:4003")]
+    signup_url: String,
+    /// A staff browser session token (`agora admin session --handle H`; ignored with --spawn).
     #[arg(long, global = true, env = "AGORA_LOADTEST_TOKEN", default_value = "")]
     token: String,
+    /// agora's process id, for its memory and CPU time (known by itself with --spawn).
+    #[arg(long, global = true)]
+    server_pid: Option<u32>,
+    /// Start agora itself on a temporary SurrealKV directory, limits lifted, on free ports; stop it
+    /// and remove the directory at the end.
+    #[arg(long, global = true)]
+    spawn: bool,
+    /// The agora binary for --spawn (default: `agora` beside this executable).
+    #[arg(long, global = true)]
+    agora_bin: Option<PathBuf>,
+    /// The socket cap of a spawned agora (`--max-sockets`).
+    #[arg(long, global = true, default_value_t = 20_000)]
+    max_sockets: usize,
+    /// Pin spawned servers (agora, the baseline) to these CPUs (a taskset list: `0`, `0-1`).
+    #[arg(long, global = true)]
+    server_cpus: Option<String>,
+    /// Pin this load generator to these CPUs.
+    #[arg(long, global = true)]
+    client_cpus: Option<String>,
+    /// Also run the socket scenarios against the bare baseline, started as a separate process.
+    #[arg(long, global = true)]
+    spawn_baseline: bool,
+    /// Also run the socket scenarios against a running baseline at this ws:// URL.
+    #[arg(long, global = true)]
+    baseline_url: Option<String>,
+    /// The running baseline's process id.
+    #[arg(long, global = true)]
+    baseline_pid: Option<u32>,
+    /// Also run the socket scenarios against the Rails ActionCable peer at this http:// base URL
+    /// (`loadtest/peers/rails/run.sh`).
+    #[arg(long, global = true)]
+    peer_url: Option<String>,
+    /// The Rails peer's process id (puma), for its memory and CPU time.
+    #[arg(long, global = true)]
+    peer_pid: Option<u32>,
+    /// Leave agora out of the socket scenarios (only the baseline and/or the peer).
+    #[arg(long, global = true)]
+    no_agora: bool,
+    /// Write the JSON summary to this file instead of stdout.
+    #[arg(long, global = true)]
+    json: Option<PathBuf>,
     #[command(subcommand)]
     scenario: Scenario,
 }
 
 #[derive(Debug, Subcommand)]
 enum Scenario {
-    /// C concurrent posters over K channels: durable posts a second and latency.
+    /// C concurrent posters over K channels: durable posts a second, latency, each stored exactly once.
     Post {
         #[arg(long, default_value_t = 32)]
         posters: usize,
@@ -49,25 +100,71 @@ enum Scenario {
         #[arg(long, default_value_t = 10)]
         seconds: u64,
     },
-    /// S sockets subscribed to one channel; posts at R a second: post-to-receive latency at every
-    /// receiver, frames lost or repeated, and the server's memory per idle socket.
+    /// S sockets subscribed to one channel, P posters at R posts a second in all: post-to-receive
+    /// latency at every receiver, deliveries a second, frames lost or repeated, server CPU.
     Fanout {
         #[arg(long, default_value_t = 1000)]
         sockets: usize,
         #[arg(long, default_value_t = 100)]
         posts: usize,
-        /// Posts a second.
+        /// Posts a second, over all posters.
         #[arg(long, default_value_t = 10.0)]
         rate: f64,
-        /// The server's process id, to read its resident memory (Linux /proc).
-        #[arg(long)]
-        server_pid: Option<u32>,
-        /// Target the bare `baseline` server at this ws:// address instead of agora.
-        #[arg(long)]
-        baseline_url: Option<String>,
+        /// Concurrent posters (each waits for its post's answer: at most P posts in flight).
+        #[arg(long, default_value_t = 8)]
+        posters: usize,
+        /// Sockets connecting at once.
+        #[arg(long, default_value_t = 200)]
+        concurrency: usize,
     },
+    /// N sockets, K at a time, to confirmed subscription (a connect storm when K is large):
+    /// failures, connect times, and the server's memory per idle socket.
+    Connections {
+        #[arg(long, default_value_t = 10_000)]
+        sockets: usize,
+        /// Sockets connecting at once.
+        #[arg(long, default_value_t = 1000)]
+        concurrency: usize,
+        /// Seconds to hold the sockets idle before reading the server's memory.
+        #[arg(long, default_value_t = 3)]
+        hold: u64,
+    },
+    /// B bots following the cursor feed while W writers post: events read a second, none skipped
+    /// or repeated; then the catch-up rate of one bot reading it all again.
+    Feed {
+        #[arg(long, default_value_t = 4)]
+        bots: usize,
+        #[arg(long, default_value_t = 16)]
+        writers: usize,
+        #[arg(long, default_value_t = 8)]
+        channels: usize,
+        #[arg(long, default_value_t = 10)]
+        seconds: u64,
+    },
+    /// The chat mix: N clients (each its own bot) in rooms of 10 to 100, each posting in its room
+    /// every 10 to 60 s: post-to-receive latency at every member, nothing lost or repeated.
+    Mix {
+        #[arg(long, default_value_t = 1000)]
+        clients: usize,
+        #[arg(long, default_value_t = 10)]
+        room_min: usize,
+        #[arg(long, default_value_t = 100)]
+        room_max: usize,
+        /// Shortest time between one client's posts, in seconds.
+        #[arg(long, default_value_t = 10.0)]
+        every_min: f64,
+        /// Longest time between one client's posts, in seconds.
+        #[arg(long, default_value_t = 60.0)]
+        every_max: f64,
+        /// Seconds to post for.
+        #[arg(long, default_value_t = 60)]
+        seconds: u64,
+    },
+    /// Bursts of sign-ups from many addresses and numbers: every limit answers as signup.md says.
+    /// Needs a fresh server with the demo open (as --spawn makes it).
+    Signup,
     /// A bare websocket broadcast server (no storage, no auth): every text frame a client sends
-    /// goes to every client. The limit of the stack, for `fanout --baseline-url`.
+    /// goes to every client. The limit of the stack.
     Baseline {
         #[arg(long, default_value = "127.0.0.1:4900")]
         listen: String,
@@ -80,462 +177,177 @@ enum Scenario {
         #[arg(long, default_value_t = 32)]
         posters: usize,
     },
+    /// Medians over the JSON summaries of several runs (files of one summary per line).
+    Summarize { files: Vec<PathBuf> },
 }
 
-struct Client {
-    http: reqwest::Client,
-    base: String,
-    token: String,
-}
-
-impl Client {
-    async fn send(&self, req: reqwest::RequestBuilder) -> anyhow::Result<Value> {
-        let res = req.bearer_auth(&self.token).send().await?;
-        let status = res.status();
-        let body: Value = res.json().await.unwrap_or(Value::Null);
-        if !status.is_success() {
-            bail!("{status}: {body}");
-        }
-        Ok(body)
+/// The targets of a socket scenario, in the order they run.
+async fn targets(
+    args: &Args,
+    client: &Arc<Client>,
+    server_pid: Option<u32>,
+    spawned: &mut Vec<spawn::Spawned>,
+) -> anyhow::Result<Vec<Arc<Target>>> {
+    let mut out = Vec::new();
+    if !args.no_agora {
+        out.push(Target {
+            name: "agora",
+            kind: Kind::Agora { client: client.clone(), tickets: Default::default() },
+            pid: server_pid,
+        });
     }
-
-    async fn post_json(&self, path: &str, body: Value) -> anyhow::Result<Value> {
-        self.send(self.http.post(format!("{}{path}", self.base)).json(&body)).await
+    if args.spawn_baseline {
+        let (process, url) = spawn::baseline(args.server_cpus.as_deref()).await?;
+        out.push(Target { name: "baseline", kind: Kind::Baseline { url }, pid: Some(process.pid) });
+        spawned.push(process);
+    } else if let Some(url) = &args.baseline_url {
+        out.push(Target {
+            name: "baseline",
+            kind: Kind::Baseline { url: url.clone() },
+            pid: args.baseline_pid,
+        });
     }
-
-    async fn get(&self, path: &str) -> anyhow::Result<Value> {
-        self.send(self.http.get(format!("{}{path}", self.base))).await
+    if let Some(base) = &args.peer_url {
+        let http = reqwest::Client::builder().pool_max_idle_per_host(64).build()?;
+        out.push(Target {
+            name: "rails",
+            kind: Kind::Peer { base: base.trim_end_matches('/').to_owned(), http },
+            pid: args.peer_pid,
+        });
     }
-
-    async fn channel(&self, name: &str) -> anyhow::Result<String> {
-        let c = self.post_json("/channels", json!({ "name": name })).await?;
-        c["id"].as_str().map(str::to_owned).context("no channel id")
-    }
-
-    /// Every message id of a channel, walking it newest to oldest; with each page's latency.
-    async fn walk(&self, channel: &str) -> anyhow::Result<(Vec<String>, Vec<Duration>)> {
-        let mut ids = Vec::new();
-        let mut times = Vec::new();
-        let mut cursor: Option<String> = None;
-        loop {
-            let path = match &cursor {
-                None => format!("/channels/{channel}/messages?limit=100"),
-                Some(c) => format!("/channels/{channel}/messages?limit=100&cursor={c}"),
-            };
-            let started = Instant::now();
-            let page = self.get(&path).await?;
-            times.push(started.elapsed());
-            for m in page["items"].as_array().context("items")? {
-                ids.push(m["id"].as_str().context("id")?.to_owned());
-            }
-            match page["next_cursor"].as_str() {
-                Some(c) => cursor = Some(c.to_owned()),
-                None => return Ok((ids, times)),
-            }
-        }
-    }
-}
-
-fn histogram() -> Histogram<u64> {
-    // Microseconds, 1 µs to 60 s, 3 significant figures.
-    #[allow(clippy::expect_used)] // constant, valid bounds
-    Histogram::new_with_bounds(1, 60_000_000, 3).expect("valid histogram bounds")
-}
-
-fn ms(us: u64) -> f64 {
-    us as f64 / 1000.0
-}
-
-/// Posts from `posters` tasks over `channels` until `deadline` (or `total` posts); returns the
-/// acknowledged ids per channel and the latency histogram.
-async fn post_load(
-    client: Arc<Client>,
-    channels: Arc<Vec<String>>,
-    posters: usize,
-    deadline: Option<Instant>,
-    total: Option<usize>,
-) -> anyhow::Result<(Vec<Vec<String>>, Histogram<u64>, Duration, usize)> {
-    let acked: Arc<Mutex<Vec<Vec<String>>>> = Arc::new(Mutex::new(vec![Vec::new(); channels.len()]));
-    let hist = Arc::new(Mutex::new(histogram()));
-    let remaining = Arc::new(std::sync::atomic::AtomicUsize::new(total.unwrap_or(usize::MAX)));
-    let errors = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let started = Instant::now();
-    // Idempotency keys unique to this run, so a second run never replays the first one's posts.
-    let run =
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
-    let mut tasks = Vec::new();
-    for p in 0..posters {
-        let (client, channels, acked, hist, remaining, errors) = (
-            client.clone(),
-            channels.clone(),
-            acked.clone(),
-            hist.clone(),
-            remaining.clone(),
-            errors.clone(),
-        );
-        tasks.push(tokio::spawn(async move {
-            let slot = p % channels.len();
-            let channel = &channels[slot];
-            let mut n = 0u64;
-            loop {
-                if deadline.is_some_and(|d| Instant::now() >= d) {
-                    break;
-                }
-                if remaining
-                    .fetch_update(
-                        std::sync::atomic::Ordering::SeqCst,
-                        std::sync::atomic::Ordering::SeqCst,
-                        |r| r.checked_sub(1),
-                    )
-                    .is_err()
-                {
-                    break;
-                }
-                n += 1;
-                let t = Instant::now();
-                let body =
-                    json!({ "body": format!("load p{p} n{n}"), "idempotency_key": format!("lt-{run}-{p}-{n}") });
-                match client.post_json(&format!("/channels/{channel}/messages"), body).await {
-                    Ok(m) => {
-                        let us = u64::try_from(t.elapsed().as_micros()).unwrap_or(u64::MAX);
-                        let _ = hist.lock().await.record(us.max(1));
-                        if let Some(id) = m["id"].as_str() {
-                            acked.lock().await[slot].push(id.to_owned());
-                        }
-                    }
-                    Err(e) => {
-                        if errors.fetch_add(1, std::sync::atomic::Ordering::SeqCst) < 5 {
-                            eprintln!("post failed: {e:#}");
-                        }
-                    }
-                }
-            }
-        }));
-    }
-    let mut last_report = Instant::now();
-    while tasks.iter().any(|t| !t.is_finished()) {
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        if last_report.elapsed() >= Duration::from_secs(2) {
-            let done: usize = acked.lock().await.iter().map(Vec::len).sum();
-            eprintln!("  {:>6.1}s  {done} posts acknowledged", started.elapsed().as_secs_f64());
-            last_report = Instant::now();
-        }
-    }
-    for t in tasks {
-        t.await?;
-    }
-    let elapsed = started.elapsed();
-    let acked = Arc::try_unwrap(acked).map_err(|_| anyhow::anyhow!("posters still running"))?.into_inner();
-    let hist = Arc::try_unwrap(hist).map_err(|_| anyhow::anyhow!("posters still running"))?.into_inner();
-    Ok((acked, hist, elapsed, errors.load(std::sync::atomic::Ordering::SeqCst)))
+    Ok(out.into_iter().map(Arc::new).collect())
 }
 
 async fn run(args: Args) -> anyhow::Result<Value> {
-    let http = reqwest::Client::builder().pool_max_idle_per_host(256).build()?;
-    let client =
-        Arc::new(Client { http, base: args.chat_url.trim_end_matches('/').to_owned(), token: args.token });
-    match args.scenario {
-        Scenario::Post { posters, channels, seconds } => {
-            let mut ids = Vec::new();
-            for i in 0..channels.max(1) {
-                ids.push(client.channel(&format!("load-{i}")).await?);
-            }
-            let ids = Arc::new(ids);
-            eprintln!("post: {posters} posters over {} channels for {seconds}s", ids.len());
-            let deadline = Instant::now() + Duration::from_secs(seconds);
-            let (acked, hist, elapsed, errors) =
-                post_load(client.clone(), ids.clone(), posters, Some(deadline), None).await?;
-            let total: usize = acked.iter().map(Vec::len).sum();
-            // Every acknowledged message is stored exactly once.
-            let mut missing = 0usize;
-            let mut duplicated = 0usize;
-            for (channel, acked) in ids.iter().zip(&acked) {
-                let (stored, _) = client.walk(channel).await?;
-                let unique: HashSet<&String> = stored.iter().collect();
-                duplicated += stored.len() - unique.len();
-                missing += acked.iter().filter(|id| !unique.contains(id)).count();
-            }
-            let rate = total as f64 / elapsed.as_secs_f64();
-            println!(
-                "| posters | channels | acknowledged | posts/s | p50 ms | p90 ms | p99 ms | max ms | errors | missing | duplicated |"
-            );
-            println!("|---|---|---|---|---|---|---|---|---|---|---|");
-            println!(
-                "| {posters} | {} | {total} | {rate:.0} | {:.2} | {:.2} | {:.2} | {:.2} | {errors} | {missing} | {duplicated} |",
-                ids.len(),
-                ms(hist.value_at_quantile(0.5)),
-                ms(hist.value_at_quantile(0.9)),
-                ms(hist.value_at_quantile(0.99)),
-                ms(hist.max())
-            );
-            Ok(json!({
-                "scenario": "post", "posters": posters, "channels": ids.len(), "seconds": elapsed.as_secs_f64(),
-                "acknowledged": total, "posts_per_second": rate, "errors": errors,
-                "p50_ms": ms(hist.value_at_quantile(0.5)), "p90_ms": ms(hist.value_at_quantile(0.9)),
-                "p99_ms": ms(hist.value_at_quantile(0.99)), "max_ms": ms(hist.max()),
-                "missing": missing, "duplicated": duplicated,
-            }))
-        }
-        Scenario::Fanout { sockets, posts, rate, server_pid, baseline_url } => {
-            fanout(client, sockets, posts, rate, server_pid, baseline_url).await
-        }
-        Scenario::Baseline { listen } => baseline(&listen).await,
-        Scenario::Paging { messages, posters } => {
-            let channel = client.channel("paging").await?;
-            eprintln!("paging: filling one channel with {messages} messages");
-            let ids = Arc::new(vec![channel.clone()]);
-            let (_, fill, elapsed, errors) =
-                post_load(client.clone(), ids, posters, None, Some(messages)).await?;
-            eprintln!(
-                "  filled in {:.1}s ({:.0} posts/s, p50 {:.2} ms, {errors} errors)",
-                elapsed.as_secs_f64(),
-                fill.len() as f64 / elapsed.as_secs_f64(),
-                ms(fill.value_at_quantile(0.5))
-            );
-            // Walk it twice; report the second walk (warm).
-            client.walk(&channel).await?;
-            let (stored, times) = client.walk(&channel).await?;
-            let pages = times.len();
-            let median = |slice: &[Duration]| {
-                let mut v: Vec<Duration> = slice.to_vec();
-                v.sort();
-                v.get(v.len() / 2).map_or(0.0, |d| d.as_secs_f64() * 1000.0)
-            };
-            let near_newest = median(&times[..pages.min(10)]);
-            let near_oldest = median(&times[pages.saturating_sub(10)..]);
-            let all = median(&times);
-            println!(
-                "| messages | pages of 100 | median page ms (all) | near the newest end | near the oldest end |"
-            );
-            println!("|---|---|---|---|---|");
-            println!("| {} | {pages} | {all:.2} | {near_newest:.2} | {near_oldest:.2} |", stored.len());
-            Ok(json!({
-                "scenario": "paging", "messages": stored.len(), "pages": pages,
-                "median_page_ms": all, "near_newest_ms": near_newest, "near_oldest_ms": near_oldest,
-            }))
-        }
+    match &args.scenario {
+        Scenario::Baseline { listen } => return baseline::run(listen).await,
+        Scenario::Summarize { files } => return report::summarize(files),
+        _ => {}
     }
-}
-
-/// The server's resident memory in KiB, from /proc.
-fn rss_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
-}
-
-fn now_nanos() -> u128 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0)
-}
-
-type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
-
-/// Opens a socket with a fresh ticket and subscribes it to EventsChannel.
-async fn subscribed_socket(client: &Client) -> anyhow::Result<Ws> {
-    use futures::{SinkExt as _, StreamExt as _};
-    use tokio_tungstenite::tungstenite::{Message, client::IntoClientRequest as _};
-    let t = client.post_json("/stream_tickets", json!({})).await?;
-    let mut req = t["url"].as_str().context("ticket url")?.into_client_request()?;
-    req.headers_mut().insert("Sec-WebSocket-Protocol", "actioncable-v1-json".parse()?);
-    let (mut ws, _) = tokio_tungstenite::connect_async(req).await?;
-    let identifier = r#"{"channel":"EventsChannel"}"#;
-    ws.send(Message::text(json!({ "command": "subscribe", "identifier": identifier }).to_string())).await?;
-    loop {
-        let Some(msg) = ws.next().await else { bail!("socket closed before confirmation") };
-        if let Message::Text(t) = msg? {
-            let v: Value = serde_json::from_str(t.as_str())?;
-            if v["type"] == "confirm_subscription" {
-                return Ok(ws);
-            }
-            if v["type"] == "disconnect" || v["type"] == "reject_subscription" {
-                bail!("refused: {v}");
-            }
-        }
-    }
-}
-
-/// Runs the bare broadcast server until the process is stopped.
-async fn baseline(listen: &str) -> anyhow::Result<Value> {
-    use futures::{SinkExt as _, StreamExt as _};
-    use tokio_tungstenite::tungstenite::Message;
-    use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
-    let listener = tokio::net::TcpListener::bind(listen).await?;
-    eprintln!("baseline: broadcasting on ws://{}", listener.local_addr()?);
-    // Every client's queue; a full queue drops that client, as agora does.
-    let clients: Arc<std::sync::RwLock<Vec<tokio::sync::mpsc::Sender<Arc<str>>>>> = Arc::default();
-    loop {
-        let (stream, _) = listener.accept().await?;
-        let clients = clients.clone();
-        tokio::spawn(async move {
-            let config = WebSocketConfig::default().read_buffer_size(4 * 1024).write_buffer_size(8 * 1024);
-            let Ok(ws) = tokio_tungstenite::accept_async_with_config(stream, Some(config)).await else {
-                return;
-            };
-            let (mut sink, mut stream) = ws.split();
-            let (tx, mut rx) = tokio::sync::mpsc::channel::<Arc<str>>(512);
-            if let Ok(mut list) = clients.write() {
-                list.push(tx);
-            }
-            let writer = tokio::spawn(async move {
-                while let Some(frame) = rx.recv().await {
-                    let mut batch = vec![frame];
-                    while let Ok(f) = rx.try_recv() {
-                        batch.push(f);
-                    }
-                    for f in batch {
-                        if sink.feed(Message::text(f.to_string())).await.is_err() {
-                            return;
-                        }
-                    }
-                    if sink.flush().await.is_err() {
-                        return;
-                    }
-                }
-            });
-            while let Some(Ok(msg)) = stream.next().await {
-                if let Message::Text(t) = msg {
-                    let frame: Arc<str> = Arc::from(t.as_str());
-                    if let Ok(mut list) = clients.write() {
-                        list.retain(|c| c.try_send(frame.clone()).is_ok());
-                    }
-                }
-            }
-            writer.abort();
-        });
-    }
-}
-
-async fn fanout(
-    client: Arc<Client>,
-    sockets: usize,
-    posts: usize,
-    rate: f64,
-    server_pid: Option<u32>,
-    baseline_url: Option<String>,
-) -> anyhow::Result<Value> {
-    use futures::{SinkExt as _, StreamExt as _};
-    use tokio_tungstenite::tungstenite::Message;
-    let channel = match &baseline_url {
-        None => client.channel("fanout").await?,
-        Some(_) => String::new(),
+    let agora = match args.spawn {
+        true => Some(
+            spawn::agora(
+                spawn::agora_bin(args.agora_bin.clone())?,
+                args.server_cpus.as_deref(),
+                args.max_sockets,
+            )
+            .await?,
+        ),
+        false => None,
     };
-    let before = server_pid.and_then(rss_kib);
-    eprintln!("fanout: connecting {sockets} sockets");
-    let mut conns = Vec::with_capacity(sockets);
-    let started = Instant::now();
-    for chunk in (0..sockets).collect::<Vec<_>>().chunks(100) {
-        let mut batch = Vec::new();
-        for _ in chunk {
-            let client = client.clone();
-            let baseline_url = baseline_url.clone();
-            batch.push(tokio::spawn(async move {
-                match baseline_url {
-                    None => subscribed_socket(&client).await,
-                    Some(url) => Ok(tokio_tungstenite::connect_async(url.as_str()).await?.0),
-                }
-            }));
-        }
-        for b in batch {
-            conns.push(b.await??);
-        }
-    }
-    eprintln!("  connected in {:.1}s", started.elapsed().as_secs_f64());
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    let after = server_pid.and_then(rss_kib);
-    let per_socket_kib = match (before, after) {
-        (Some(b), Some(a)) => Some((a.saturating_sub(b)) as f64 / sockets as f64),
-        _ => None,
+    let (chat_url, token, signup_url, server_pid) = match &agora {
+        Some(a) => (a.chat_url.clone(), a.token.clone(), a.signup_url.clone(), Some(a.process.pid)),
+        None => (args.chat_url.clone(), args.token.clone(), args.signup_url.clone(), args.server_pid),
     };
-    // Every receiver records post-to-receive latency from the send time in the body.
-    let deadline = Instant::now() + Duration::from_secs_f64(posts as f64 / rate + 30.0);
-    let mut readers = Vec::with_capacity(sockets);
-    for mut ws in conns {
-        readers.push(tokio::spawn(async move {
-            let mut hist = histogram();
-            let mut seen: HashSet<String> = HashSet::new();
-            let mut repeated = 0usize;
-            while seen.len() < posts {
-                let Ok(Some(Ok(msg))) = tokio::time::timeout_at(deadline.into(), ws.next()).await else {
-                    break;
+    let client = Arc::new(Client::new(&chat_url, &token)?);
+    let mut spawned = Vec::new();
+    let outcome = async {
+        Ok::<Value, anyhow::Error>(match &args.scenario {
+            Scenario::Post { posters, channels, seconds } => {
+                post::post(client.clone(), *posters, *channels, *seconds, server_pid).await?
+            }
+            Scenario::Paging { messages, posters } => {
+                post::paging(client.clone(), *messages, *posters).await?
+            }
+            Scenario::Feed { bots, writers, channels, seconds } => {
+                feed::run(client.clone(), *bots, *writers, *channels, *seconds).await?
+            }
+            Scenario::Mix { clients, room_min, room_max, every_min, every_max, seconds } => {
+                let o = mix::Options {
+                    clients: *clients,
+                    room_min: (*room_min).max(1),
+                    room_max: (*room_max).max((*room_min).max(1)),
+                    every_min: *every_min,
+                    every_max: every_max.max(*every_min),
+                    seconds: *seconds,
                 };
-                let Message::Text(t) = msg else { continue };
-                let Ok(v) = serde_json::from_str::<Value>(t.as_str()) else { continue };
-                let item = &v["message"];
-                if item["kind"] != "message.created" {
-                    continue;
-                }
-                let body = item["message"]["body"].as_str().unwrap_or_default();
-                let Some(sent) = body.strip_prefix("t=").and_then(|n| n.parse::<u128>().ok()) else {
-                    continue;
+                mix::run(client.clone(), &o).await?
+            }
+            Scenario::Signup => {
+                signup::run(&signup_url, agora.as_ref().map(|a| (a.bin.as_path(), a.db.as_str()))).await?
+            }
+            Scenario::Fanout { sockets, posts, rate, posters, concurrency } => {
+                let o = fanout::Options {
+                    sockets: *sockets,
+                    posts: *posts,
+                    rate: *rate,
+                    posters: *posters,
+                    concurrency: *concurrency,
                 };
-                let us = u64::try_from(now_nanos().saturating_sub(sent) / 1000).unwrap_or(u64::MAX);
-                let _ = hist.record(us.max(1));
-                if !seen.insert(item["message"]["id"].as_str().unwrap_or_default().to_owned()) {
-                    repeated += 1;
+                let mut results = Vec::new();
+                for t in targets(&args, &client, server_pid, &mut spawned).await? {
+                    results.push(fanout::run(t, &o).await?);
+                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
                 }
+                report::with_ratios("fanout", results)
             }
-            (hist, seen.len(), repeated)
-        }));
-    }
-    eprintln!("  posting {posts} at {rate}/s");
-    let gap = Duration::from_secs_f64(1.0 / rate);
-    let mut baseline_poster = match &baseline_url {
-        Some(url) => Some(tokio_tungstenite::connect_async(url.as_str()).await?.0),
-        None => None,
-    };
-    let post_start = Instant::now();
-    for i in 0..posts {
-        let due = post_start + gap * u32::try_from(i).unwrap_or(u32::MAX);
-        tokio::time::sleep_until(due.into()).await;
-        let body = format!("t={}", now_nanos());
-        match &mut baseline_poster {
-            // The same frame shape agora sends, so the receivers read both alike.
-            Some(ws) => {
-                let frame = json!({ "message": { "kind": "message.created", "message": { "id": i.to_string(), "body": body } } });
-                ws.send(Message::text(frame.to_string())).await?;
+            Scenario::Connections { sockets, concurrency, hold } => {
+                let mut results = Vec::new();
+                for t in targets(&args, &client, server_pid, &mut spawned).await? {
+                    results.push(connections::run(t, *sockets, *concurrency, *hold).await?);
+                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                }
+                report::with_ratios("connections", results)
             }
-            None => {
-                client.post_json(&format!("/channels/{channel}/messages"), json!({ "body": body })).await?;
-            }
-        }
+            Scenario::Baseline { .. } | Scenario::Summarize { .. } => json!({}),
+        })
     }
-    let mut hist = histogram();
-    let (mut delivered, mut repeated) = (0usize, 0usize);
-    for r in readers {
-        let (h, n, rep) = r.await?;
-        hist.add(&h)?;
-        delivered += n;
-        repeated += rep;
+    .await;
+    for s in spawned {
+        s.stop().await;
     }
-    let elapsed = post_start.elapsed().as_secs_f64();
-    let lost = sockets * posts - delivered;
-    println!(
-        "| sockets | posts | p50 ms | p90 ms | p99 ms | max ms | deliveries/s | lost | repeated | KiB per idle socket |"
-    );
-    println!("|---|---|---|---|---|---|---|---|---|---|");
-    println!(
-        "| {sockets} | {posts} | {:.2} | {:.2} | {:.2} | {:.2} | {:.0} | {lost} | {repeated} | {} |",
-        ms(hist.value_at_quantile(0.5)),
-        ms(hist.value_at_quantile(0.9)),
-        ms(hist.value_at_quantile(0.99)),
-        ms(hist.max()),
-        delivered as f64 / elapsed,
-        per_socket_kib.map_or("n/a".to_owned(), |k| format!("{k:.1}")),
-    );
-    Ok(json!({
-        "scenario": "fanout", "sockets": sockets, "posts": posts, "rate": rate,
-        "p50_ms": ms(hist.value_at_quantile(0.5)), "p90_ms": ms(hist.value_at_quantile(0.9)),
-        "p99_ms": ms(hist.value_at_quantile(0.99)), "max_ms": ms(hist.max()),
-        "delivered": delivered, "lost": lost, "repeated": repeated, "kib_per_idle_socket": per_socket_kib,
-    }))
+    if let Some(a) = agora {
+        a.process.stop().await;
+    }
+    let mut summary = outcome?;
+    if let Some(obj) = summary.as_object_mut() {
+        obj.insert("machine".into(), report::machine(&args.server_cpus, &args.client_cpus));
+    }
+    Ok(summary)
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
     let args = Args::parse();
-    match run(args).await {
+    if let Some(cpus) = &args.client_cpus
+        && let Err(e) = spawn::pin_self(cpus)
+    {
+        eprintln!("agora-loadtest: {e:#}");
+        return ExitCode::FAILURE;
+    }
+    let json_file = args.json.clone();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("agora-loadtest: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(args)) {
         Ok(summary) => {
-            println!("{summary}");
+            if summary["scenario"] != "summarize" {
+                report::table(&summary);
+            }
+            let line = summary.to_string();
+            let written = match &json_file {
+                Some(path) => std::fs::write(path, format!("{line}\n"))
+                    .with_context(|| format!("writing {}", path.display())),
+                None if summary["scenario"] == "summarize" => Ok(()),
+                None => {
+                    println!("{line}");
+                    Ok(())
+                }
+            };
+            if let Err(e) = written {
+                eprintln!("agora-loadtest: {e:#}");
+                return ExitCode::FAILURE;
+            }
+            // A run that found lost, repeated or missing messages fails.
+            if summary["ok"] == false
+                || summary["targets"].as_array().is_some_and(|t| t.iter().any(|t| t["ok"] == false))
+            {
+                eprintln!("agora-loadtest: the run found errors (see `ok` in the summary)");
+                return ExitCode::from(2);
+            }
             ExitCode::SUCCESS
         }
         Err(e) => {
