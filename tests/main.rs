@@ -4,6 +4,7 @@
 
 mod cable;
 mod chat;
+mod crash;
 mod feed;
 mod foundation;
 mod pages;
