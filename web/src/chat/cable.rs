@@ -39,6 +39,10 @@ const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// The largest frame a client may send.
 const MAX_CLIENT_FRAME: usize = 64 * 1024;
 const EVENTS_CHANNEL: &str = "EventsChannel";
+/// The most commands a client may send between two pings (3 s); more is a flood and closes the
+/// socket (`invalid_request`). Rails' client sends a handful: `subscribe`, repeated until
+/// confirmed, and `unsubscribe`.
+const MAX_COMMANDS_PER_PING: u32 = 50;
 
 struct Ticket {
     caller: Caller,
@@ -166,7 +170,11 @@ async fn run_session(
     id: u64,
     closer: Arc<Closer>,
 ) {
-    // Still valid? The credential may have been revoked since the ticket was issued.
+    // Still valid? The credential may have been revoked since the ticket was issued. The socket
+    // is known as the credential's first, so a revocation after the check still closes it.
+    if let Some(c) = &caller {
+        state.chat.sessions().identify(id, &c.principal_id, &c.credential_id);
+    }
     let caller = match caller {
         Some(c) => match state.chat.store().credential(&c.credential_id).await {
             Ok(Some(cred)) if cred.revoked_at.is_none() => Some(c),
@@ -189,6 +197,7 @@ async fn run_session(
     ping.tick().await;
     let sessions: &Sessions = state.chat.sessions();
     let watermark = state.chat.event_log().committed();
+    let mut commands = 0u32;
     let why = loop {
         tokio::select! {
             why = closer.closed() => break Some(why),
@@ -213,6 +222,7 @@ async fn run_session(
                 }
             }
             _ = ping.tick() => {
+                commands = 0;
                 let now = state.chat.clock().now_ms() / 1000;
                 let frame = format!(r#"{{"type":"ping","message":{now}}}"#);
                 if !matches!(tokio::time::timeout(WRITE_TIMEOUT, sink.send(text(&frame))).await, Ok(Ok(()))) {
@@ -220,13 +230,30 @@ async fn run_session(
                 }
             }
             incoming = stream.next() => {
-                let Some(Ok(message)) = incoming else { break None };
-                let WsMessage::Text(body) = message else {
-                    if matches!(message, WsMessage::Close(_)) { break None }
-                    continue;
+                let message = match incoming {
+                    None => break None,
+                    Some(Ok(message)) => message,
+                    // A protocol error: most often a frame over the size limit.
+                    Some(Err(e)) => {
+                        tracing::debug!("socket read failed: {e}");
+                        break Some(Disconnect::INVALID);
+                    }
                 };
+                let body = match message {
+                    WsMessage::Text(body) => body,
+                    WsMessage::Close(_) => break None,
+                    WsMessage::Ping(_) | WsMessage::Pong(_) => continue,
+                    // ActionCable speaks JSON text only.
+                    WsMessage::Binary(_) => break Some(Disconnect::INVALID),
+                };
+                commands += 1;
+                if commands > MAX_COMMANDS_PER_PING {
+                    break Some(Disconnect::INVALID);
+                }
                 let session = Session { caller: &caller, sessions, id, tx: &tx, closer: &closer };
-                let reply = handle_command(body.as_str(), &session, &mut subscribed, &watermark);
+                let Ok(reply) = handle_command(body.as_str(), &session, &mut subscribed, &watermark) else {
+                    break Some(Disconnect::INVALID);
+                };
                 if let Some(reply) = reply
                     && !matches!(tokio::time::timeout(WRITE_TIMEOUT, sink.send(text(&reply))).await, Ok(Ok(())))
                 {
@@ -251,6 +278,10 @@ struct Session<'a> {
     closer: &'a Arc<Closer>,
 }
 
+/// A frame that is not an ActionCable command: a JSON object with a string `command` and a string
+/// `identifier`.
+struct Malformed;
+
 /// Handles one client command; answers the frame to send back, if any. A subscription gets the
 /// events committed after it (`watermark`: the event log's committed sequence number).
 fn handle_command(
@@ -258,21 +289,24 @@ fn handle_command(
     session: &Session<'_>,
     subscribed: &mut Option<Arc<str>>,
     watermark: &tokio::sync::watch::Receiver<i64>,
-) -> Option<String> {
+) -> Result<Option<String>, Malformed> {
     let Session { caller, sessions, id, tx, closer } = *session;
-    let command: Value = serde_json::from_str(body).ok()?;
-    let identifier = command.get("identifier").and_then(Value::as_str)?;
+    let command: Value = serde_json::from_str(body).map_err(|_| Malformed)?;
+    let identifier = command.get("identifier").and_then(Value::as_str).ok_or(Malformed)?;
+    let verb = command.get("command").and_then(Value::as_str).ok_or(Malformed)?;
     let channel = serde_json::from_str::<Value>(identifier)
         .ok()
         .and_then(|v| v.get("channel").and_then(Value::as_str).map(str::to_owned));
-    match command.get("command").and_then(Value::as_str)? {
+    Ok(match verb {
         "subscribe" => {
             if channel.as_deref() != Some(EVENTS_CHANNEL) {
-                return Some(json!({ "identifier": identifier, "type": "reject_subscription" }).to_string());
+                return Ok(Some(
+                    json!({ "identifier": identifier, "type": "reject_subscription" }).to_string(),
+                ));
             }
             if subscribed.is_some() {
                 // Rails' client repeats `subscribe` until it hears back: a repeat is ignored.
-                return None;
+                return Ok(None);
             }
             let identifier: Arc<str> = Arc::from(identifier);
             sessions.subscribe(&caller.principal_id, watermark, |after_seq| SessionHandle {
@@ -293,7 +327,7 @@ fn handle_command(
             }
             None
         }
-        // EventsChannel has no actions.
+        // EventsChannel has no actions; other commands are ignored, as Rails does.
         _ => None,
-    }
+    })
 }
