@@ -340,3 +340,23 @@ async fn two_thousand_sockets_each_get_a_post_while_the_health_route_answers() {
     drop(sockets);
     w.app.shutdown().await;
 }
+
+/// Found by schemathesis: an empty `member_id` reached the store as a record key and answered 500.
+#[tokio::test]
+async fn ids_the_server_never_makes_are_refused_not_failed() {
+    let w = World::new().await;
+    let ch = w.channel("general", false).await;
+    for id in ["", "p_", "b_x", "p_ABCDEFGHJKMNPQRS", "person:ada", "p_0000000000000000\u{0}"] {
+        let (status, v) = w
+            .call(
+                "POST",
+                &format!("/channels/{ch}/members"),
+                Some(&w.staff),
+                Some(json!({ "member_id": id })),
+            )
+            .await;
+        assert_eq!(status, 422, "member_id {id:?}: {v}");
+        assert_eq!(v["error"], "unprocessable", "{v}");
+    }
+    w.app.shutdown().await;
+}

@@ -194,6 +194,8 @@ fn help_documents_every_setting_and_its_variable() {
         "AGORA_ADMIN_SOCKET",
         "AGORA_DB_USER",
         "AGORA_DB_PASS",
+        "AGORA_HEADER_TIMEOUT",
+        "AGORA_REQUEST_TIMEOUT",
     ] {
         assert!(help.contains(var), "`agora serve --help` does not mention {var}:\n{help}");
     }
