@@ -49,10 +49,11 @@ admin signup open >/dev/null
 run() {
   local name=$1 url=$2; shift 2
   echo "==> schemathesis: $name ($url/openapi.json, $EXAMPLES examples per operation)"
-  "$ST" run "$url/openapi.json" --url "$url" \
+  # From the scratch directory: schemathesis keeps a cache (.schemathesis/) where it runs.
+  (cd "$work" && "$ST" run "$url/openapi.json" --url "$url" \
     --checks not_a_server_error,response_schema_conformance \
     --max-examples "$EXAMPLES" --seed 8 --generation-deterministic \
-    --request-timeout 10 --no-color "$@"
+    --request-timeout 10 --no-color "$@")
 }
 
 status=0

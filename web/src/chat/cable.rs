@@ -15,12 +15,13 @@ use agora_actors::chat::rules::Caller;
 use agora_actors::chat::sessions::{Closer, Disconnect, Frame, SessionHandle, Sessions};
 use agora_storage::secret::{new_token, token_hash};
 use agora_storage::time::rfc3339;
+use agora_wire::cable::{Command, Malformed, parse_command};
 use axum::extract::ws::{Message as WsMessage, Utf8Bytes, WebSocket, WebSocketUpgrade};
 use axum::extract::{Query, State};
 use axum::response::{IntoResponse, Response};
 use futures::{SinkExt as _, StreamExt as _};
 use http::StatusCode;
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::sync::mpsc;
 
 use super::ChatState;
@@ -278,10 +279,6 @@ struct Session<'a> {
     closer: &'a Arc<Closer>,
 }
 
-/// A frame that is not an ActionCable command: a JSON object with a string `command` and a string
-/// `identifier`.
-struct Malformed;
-
 /// Handles one client command; answers the frame to send back, if any. A subscription gets the
 /// events committed after it (`watermark`: the event log's committed sequence number).
 fn handle_command(
@@ -291,13 +288,10 @@ fn handle_command(
     watermark: &tokio::sync::watch::Receiver<i64>,
 ) -> Result<Option<String>, Malformed> {
     let Session { caller, sessions, id, tx, closer } = *session;
-    let command: Value = serde_json::from_str(body).map_err(|_| Malformed)?;
-    let identifier = command.get("identifier").and_then(Value::as_str).ok_or(Malformed)?;
-    let verb = command.get("command").and_then(Value::as_str).ok_or(Malformed)?;
-    let channel = serde_json::from_str::<Value>(identifier)
-        .ok()
-        .and_then(|v| v.get("channel").and_then(Value::as_str).map(str::to_owned));
-    Ok(match verb {
+    // Not a JSON object with a string `command` and a string `identifier`: refused.
+    let Command { verb, identifier, channel } = parse_command(body)?;
+    let identifier = identifier.as_str();
+    Ok(match verb.as_str() {
         "subscribe" => {
             if channel.as_deref() != Some(EVENTS_CHANNEL) {
                 return Ok(Some(

@@ -13,7 +13,7 @@
 
 pub mod content;
 pub mod machine;
-pub mod negotiate;
+pub use agora_wire::accept as negotiate;
 pub mod pulse;
 pub mod render;
 pub mod respond;
