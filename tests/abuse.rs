@@ -360,3 +360,34 @@ async fn ids_the_server_never_makes_are_refused_not_failed() {
     }
     w.app.shutdown().await;
 }
+
+/// A browser session that expires while its socket is open: the socket is closed at the next ping
+/// (every 3 s), and the token fails on HTTP.
+#[tokio::test]
+async fn a_session_that_expires_closes_its_open_socket() {
+    use agora_storage::people::{CredentialKind, NewCredential, Scope};
+    let w = World::new().await;
+    let (_, token) = w
+        .app
+        .running()
+        .store
+        .issue_credential(NewCredential {
+            kind: CredentialKind::Session,
+            person_id: Some(w.staff_id.clone()),
+            bot_id: None,
+            name: None,
+            scope: Scope::Write,
+            expires_at: Some(agora_storage::time::now_ms() + 2_000),
+        })
+        .await
+        .expect("a short session");
+    let mut socket = subscribed(&w, &token).await;
+    let mut got = next_within(&mut socket, Duration::from_secs(30)).await;
+    while got.as_ref().is_some_and(|f| f.get("type").is_none()) {
+        got = next_within(&mut socket, Duration::from_secs(30)).await;
+    }
+    assert_eq!(got, Some(json!({ "type": "disconnect", "reason": "unauthorized", "reconnect": false })));
+    let (status, _) = w.call("GET", "/me", Some(&token), None).await;
+    assert_eq!(status, 401);
+    w.app.shutdown().await;
+}

@@ -176,9 +176,18 @@ async fn run_session(
     if let Some(c) = &caller {
         state.chat.sessions().identify(id, &c.principal_id, &c.credential_id);
     }
+    // A session expires: the socket closes at the first ping after its end (storage's own clock,
+    // the one `authenticate` uses).
+    let mut expires_at = None;
     let caller = match caller {
         Some(c) => match state.chat.store().credential(&c.credential_id).await {
-            Ok(Some(cred)) if cred.revoked_at.is_none() => Some(c),
+            Ok(Some(cred))
+                if cred.revoked_at.is_none()
+                    && cred.expires_at.is_none_or(|at| at > agora_storage::time::now_ms()) =>
+            {
+                expires_at = cred.expires_at;
+                Some(c)
+            }
             _ => None,
         },
         None => None,
@@ -224,6 +233,9 @@ async fn run_session(
             }
             _ = ping.tick() => {
                 commands = 0;
+                if expires_at.is_some_and(|at| at <= agora_storage::time::now_ms()) {
+                    break Some(Disconnect::UNAUTHORIZED);
+                }
                 let now = state.chat.clock().now_ms() / 1000;
                 let frame = format!(r#"{{"type":"ping","message":{now}}}"#);
                 if !matches!(tokio::time::timeout(WRITE_TIMEOUT, sink.send(text(&frame))).await, Ok(Ok(()))) {
