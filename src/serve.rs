@@ -3,11 +3,12 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use agora_actors::ActorSystem;
 use agora_actors::signup::SmsConfig;
 use agora_storage::{DbSettings, Store};
-use agora_web::{chat, pages, signup, stats};
+use agora_web::{chat, limits, pages, signup, stats};
 use anyhow::Context as _;
 use axum::Router;
 use tokio::net::TcpListener;
@@ -54,11 +55,14 @@ pub async fn start(
     let mut tasks = JoinSet::new();
 
     let wants = |s: Service| args.services.contains(&s);
+    let deadline = Duration::from_secs(args.request_timeout.max(1));
+    let header_timeout = Duration::from_secs(args.header_timeout.max(1));
     let chat = if wants(Service::Chat) {
         let (listener, up) = bind(Service::Chat, args.chat_addr, args.chat_base_url.as_deref()).await?;
         let limits = chat::auth::Limits::new(args.posts_per_minute, args.reads_per_minute);
         let state = chat::ChatState::new(actors.chat(), up.base_url.clone(), limits, args.max_sockets);
-        serve(&mut tasks, &shutdown, listener, chat::router(state));
+        let router = limits::with_deadline(chat::router(state), deadline, limits::chat_timeout());
+        serve(&mut tasks, &shutdown, listener, router, header_timeout);
         Some(up)
     } else {
         None
@@ -66,7 +70,8 @@ pub async fn start(
     let pages = if wants(Service::Pages) {
         let (listener, up) = bind(Service::Pages, args.pages_addr, args.pages_base_url.as_deref()).await?;
         let state = pages::PagesState::new(up.base_url.clone()).context("building the pages site")?;
-        serve(&mut tasks, &shutdown, listener, pages::router(state));
+        let router = limits::with_deadline(pages::router(state), deadline, limits::page_timeout());
+        serve(&mut tasks, &shutdown, listener, router, header_timeout);
         Some(up)
     } else {
         None
@@ -84,7 +89,9 @@ pub async fn start(
             fetchers,
             clock: args.clock.clone(),
         };
-        serve(&mut tasks, &shutdown, listener, stats::router(state));
+        let on_timeout = limits::problem_timeout(up.base_url.clone());
+        let router = limits::with_deadline(stats::router(state), deadline, on_timeout);
+        serve(&mut tasks, &shutdown, listener, router, header_timeout);
         Some(up)
     } else {
         None
@@ -115,7 +122,9 @@ pub async fn start(
         })
         .await
         .context("starting the sign-up service")?;
-        serve(&mut tasks, &shutdown, listener, signup::router(state));
+        let on_timeout = limits::problem_timeout(up.base_url.clone());
+        let router = limits::with_deadline(signup::router(state), deadline, on_timeout);
+        serve(&mut tasks, &shutdown, listener, router, header_timeout);
         Some(up)
     } else {
         None
@@ -153,19 +162,77 @@ async fn bind(
     Ok((listener, Listening { addr, base_url }))
 }
 
+/// Serves `router` on `listener` until `shutdown`, then lets every connection finish its request.
+///
+/// The connection loop is ours rather than `axum::serve` because it sets a timer on hyper, which
+/// turns on the header read timeout: a client that trickles its headers (slowloris) or holds an
+/// idle keep-alive connection is closed after `header_timeout`. Upgraded connections (`/cable`)
+/// leave the loop at the upgrade and are bounded by their own session.
 fn serve(
     tasks: &mut JoinSet<anyhow::Result<()>>,
     shutdown: &CancellationToken,
     listener: TcpListener,
     router: Router,
+    header_timeout: Duration,
 ) {
-    let stop = shutdown.clone().cancelled_owned();
+    let stop = shutdown.clone();
     tasks.spawn(async move {
-        axum::serve(listener, router.into_make_service_with_connect_info::<SocketAddr>())
-            .with_graceful_shutdown(stop)
-            .await?;
+        let closing = CancellationToken::new();
+        let mut connections = JoinSet::new();
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => break,
+                Some(_) = connections.join_next(), if !connections.is_empty() => {}
+                accepted = listener.accept() => {
+                    let (io, peer) = match accepted {
+                        Ok(accepted) => accepted,
+                        Err(e) => {
+                            // Out of file descriptors, most likely: wait a moment rather than spin.
+                            tracing::warn!("accept failed: {e}");
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                            continue;
+                        }
+                    };
+                    let _ = io.set_nodelay(true);
+                    connections.spawn(connection(io, peer, router.clone(), header_timeout, closing.clone()));
+                }
+            }
+        }
+        drop(listener);
+        closing.cancel();
+        while connections.join_next().await.is_some() {}
         Ok(())
     });
+}
+
+/// One HTTP/1.1 connection (upgrades included; agora serves no HTTP/2, as before), closed gracefully when `closing` is cancelled.
+async fn connection(
+    io: tokio::net::TcpStream,
+    peer: SocketAddr,
+    router: Router,
+    header_timeout: Duration,
+    closing: CancellationToken,
+) {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    use tower::ServiceExt as _;
+
+    let service = hyper::service::service_fn(move |mut req: http::Request<hyper::body::Incoming>| {
+        req.extensions_mut().insert(axum::extract::ConnectInfo(peer));
+        router.clone().oneshot(req.map(axum::body::Body::new))
+    });
+    let conn = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_timeout)
+        .serve_connection(TokioIo::new(io), service)
+        .with_upgrades();
+    tokio::pin!(conn);
+    tokio::select! {
+        _ = conn.as_mut() => {}
+        () = closing.cancelled() => {
+            conn.as_mut().graceful_shutdown();
+            let _ = conn.await;
+        }
+    }
 }
 
 impl Running {

@@ -170,6 +170,14 @@ pub struct ServeArgs {
     #[arg(long, env = "AGORA_MAX_SOCKETS", default_value_t = 20_000)]
     pub max_sockets: usize,
 
+    /// Seconds a connection may take to send a request's headers (and may sit idle between
+    /// requests) before it is closed: the guard against slow-header (slowloris) clients.
+    #[arg(long, env = "AGORA_HEADER_TIMEOUT", default_value_t = 10)]
+    pub header_timeout: u64,
+    /// Seconds a request may take, body upload included, before it is answered `408`.
+    #[arg(long, env = "AGORA_REQUEST_TIMEOUT", default_value_t = 30)]
+    pub request_timeout: u64,
+
     /// The time source: the system clock, except in tests, which pass a manual one.
     #[arg(skip)]
     pub clock: Clock,
@@ -198,6 +206,8 @@ impl ServeArgs {
             posts_per_minute: 60,
             reads_per_minute: 1200,
             max_sockets: 20_000,
+            header_timeout: 10,
+            request_timeout: 30,
             clock: Clock::system(),
         }
     }

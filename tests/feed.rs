@@ -125,7 +125,7 @@ async fn bots_following_the_feed_see_every_event_they_may_see_once_in_order() {
 }
 
 /// The position a cursor stands for, read the way a client never should, to check the order.
-fn decode(cursor: &str) -> i64 {
+pub(crate) fn decode(cursor: &str) -> i64 {
     use base64::Engine as _;
     let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(cursor).expect("base64");
     String::from_utf8(raw).expect("utf8").rsplit(':').next().expect("n").parse().expect("number")

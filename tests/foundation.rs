@@ -159,7 +159,7 @@ async fn bootstrap_refuses_bad_input_and_a_second_bootstrap() {
     app.shutdown().await;
 }
 
-fn agora_bin() -> std::process::Command {
+pub(crate) fn agora_bin() -> std::process::Command {
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_agora"));
     for (k, _) in std::env::vars() {
         if k.starts_with("AGORA_") {
@@ -194,6 +194,8 @@ fn help_documents_every_setting_and_its_variable() {
         "AGORA_ADMIN_SOCKET",
         "AGORA_DB_USER",
         "AGORA_DB_PASS",
+        "AGORA_HEADER_TIMEOUT",
+        "AGORA_REQUEST_TIMEOUT",
     ] {
         assert!(help.contains(var), "`agora serve --help` does not mention {var}:\n{help}");
     }
@@ -203,7 +205,7 @@ fn help_documents_every_setting_and_its_variable() {
 }
 
 /// Reads the child's stderr until a line contains `needle`, or gives up after 60 s.
-fn wait_for_line(child: &mut std::process::Child, needle: &str) -> Vec<String> {
+pub(crate) fn wait_for_line(child: &mut std::process::Child, needle: &str) -> Vec<String> {
     use std::io::BufRead as _;
     let stderr = child.stderr.take().expect("stderr piped");
     let (tx, rx) = std::sync::mpsc::channel();

@@ -66,7 +66,7 @@ async fn start_from(http: &reqwest::Client, app: &TestApp, phone: &str) -> reqwe
         .expect("POST /api/signups")
 }
 
-fn code_in(body: &str) -> String {
+pub(crate) fn code_in(body: &str) -> String {
     let at = body.find("code is ").expect("the text names the code") + "code is ".len();
     let code = &body[at..at + 6];
     assert!(code.bytes().all(|b| b.is_ascii_digit()), "{body}");
@@ -435,16 +435,16 @@ async fn records_older_than_7_days_are_swept() {
 }
 
 /// One request the fake Twilio got: path, `Authorization` header, form fields.
-type TwilioRequest = (String, Option<String>, HashMap<String, String>);
+pub(crate) type TwilioRequest = (String, Option<String>, HashMap<String, String>);
 
 /// A fake Twilio Messages API on loopback that records what it was sent.
 #[derive(Clone, Default)]
-struct FakeTwilio {
+pub(crate) struct FakeTwilio {
     got: Arc<Mutex<Vec<TwilioRequest>>>,
 }
 
 impl FakeTwilio {
-    async fn start(&self) -> String {
+    pub(crate) async fn start(&self) -> String {
         let me = self.clone();
         let router = axum::Router::new().route(
             "/2010-04-01/Accounts/{sid}/Messages.json",
@@ -464,12 +464,12 @@ impl FakeTwilio {
         format!("http://{addr}")
     }
 
-    fn sent(&self) -> Vec<TwilioRequest> {
+    pub(crate) fn sent(&self) -> Vec<TwilioRequest> {
         self.got.lock().expect("lock").clone()
     }
 }
 
-fn twilio_signature(token: &str, url: &str, params: &[(&str, &str)]) -> String {
+pub(crate) fn twilio_signature(token: &str, url: &str, params: &[(&str, &str)]) -> String {
     let mut sorted = params.to_vec();
     sorted.sort();
     let mut data = url.to_owned();

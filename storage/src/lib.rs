@@ -11,7 +11,8 @@
 //! - [`people`]: people, bots and credentials.
 //! - [`chat`]: channels, members, messages, mentions and the event log; [`chat::Change`] is what
 //!   the event log commits, each change with its event.
-//! - [`series`]: the series rules (durations, windows, buckets, `agg`, `fill`, sparklines), pure.
+//! - [`series`]: the series rules (durations, windows, buckets, `agg`, `fill`, sparklines), pure;
+//!   they live in `agora_wire` (fuzzed) and are re-exported here.
 //! - [`stats`]: tracked sites, metrics, points and their daily rollups, the fetch log.
 //! - [`signup`]: the demo sign-up: sign-ups, texts, daily counters, testers, opt-outs; its newtypes.
 //!
@@ -23,7 +24,7 @@ pub mod error;
 pub mod ids;
 pub mod people;
 pub mod secret;
-pub mod series;
+pub use agora_wire::series;
 pub mod signup;
 pub mod stats;
 pub mod time;

@@ -184,7 +184,12 @@ impl Store {
         }
     }
 
+    /// The person with this id; `None` for an id this server never makes (an empty one too,
+    /// which SurrealDB would refuse as a record key).
     pub async fn person(&self, id: &str) -> Result<Option<Person>> {
+        if !crate::ids::is_id(id, "p_") {
+            return Ok(None);
+        }
         let rows = self.query_rows("SELECT * FROM type::record('person', $id)", json!({ "id": id })).await?;
         rows.into_iter().next().map(decode).transpose()
     }
@@ -201,7 +206,11 @@ impl Store {
         Ok(rows.first().and_then(|r| r.get("n")).and_then(Value::as_u64).unwrap_or(0))
     }
 
+    /// The bot with this id; `None` for an id this server never makes.
     pub async fn bot(&self, id: &str) -> Result<Option<Bot>> {
+        if !crate::ids::is_id(id, "b_") {
+            return Ok(None);
+        }
         let rows = self.query_rows("SELECT * FROM type::record('bot', $id)", json!({ "id": id })).await?;
         rows.into_iter().next().map(decode).transpose()
     }

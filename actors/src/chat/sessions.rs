@@ -34,6 +34,8 @@ impl Disconnect {
     pub const SLOW: Disconnect = Disconnect { reason: "remote", reconnect: true };
     pub const RESTART: Disconnect = Disconnect { reason: "server_restart", reconnect: true };
     pub const UNAUTHORIZED: Disconnect = Disconnect { reason: "unauthorized", reconnect: false };
+    /// A frame the server cannot take (not a command, too large, or too many of them).
+    pub const INVALID: Disconnect = Disconnect { reason: "invalid_request", reconnect: false };
 }
 
 /// Tells a session's task to close, and why (the first reason wins).
@@ -85,8 +87,15 @@ pub struct Sessions {
     next_id: AtomicU64,
     /// Sockets opened after this is cancelled are told `server_restart` at once.
     shutting_down: CancellationToken,
-    /// Every open socket's closer, for shutdown.
-    all: DashMap<u64, Arc<Closer>>,
+    /// Every open socket: its closer, and whose it is once its ticket was redeemed (for
+    /// shutdown and revocation, subscribed or not).
+    all: DashMap<u64, OpenSocket>,
+}
+
+struct OpenSocket {
+    closer: Arc<Closer>,
+    /// (principal id, credential id).
+    owner: Option<(String, String)>,
 }
 
 impl Sessions {
@@ -106,8 +115,16 @@ impl Sessions {
         if self.shutting_down.is_cancelled() {
             closer.close(Disconnect::RESTART);
         }
-        self.all.insert(id, closer.clone());
+        self.all.insert(id, OpenSocket { closer: closer.clone(), owner: None });
         Some((id, closer))
+    }
+
+    /// Records whose socket `id` is. Done before the credential is checked, so a revocation lands
+    /// either before the check (which then fails) or after this (which then closes the socket).
+    pub fn identify(&self, id: u64, principal_id: &str, credential_id: &str) {
+        if let Some(mut open) = self.all.get_mut(&id) {
+            open.owner = Some((principal_id.to_owned(), credential_id.to_owned()));
+        }
     }
 
     /// Counts a socket out and removes its subscription.
@@ -141,20 +158,20 @@ impl Sessions {
         self.by_principal.remove_if(principal_id, |_, list| list.is_empty());
     }
 
-    /// Closes every socket of a credential (revoked).
+    /// Closes every socket of a credential (revoked), subscribed or not.
     pub fn disconnect_credential(&self, credential_id: &str) {
-        for entry in &self.by_principal {
-            for h in entry.value().iter().filter(|h| h.credential_id == credential_id) {
-                h.closer.close(Disconnect::UNAUTHORIZED);
+        for open in &self.all {
+            if open.owner.as_ref().is_some_and(|(_, c)| c == credential_id) {
+                open.closer.close(Disconnect::UNAUTHORIZED);
             }
         }
     }
 
-    /// Closes every socket of a principal (a deleted bot).
+    /// Closes every socket of a principal (a deleted bot), subscribed or not.
     pub fn disconnect_principal(&self, principal_id: &str) {
-        if let Some(list) = self.by_principal.get(principal_id) {
-            for h in list.iter() {
-                h.closer.close(Disconnect::UNAUTHORIZED);
+        for open in &self.all {
+            if open.owner.as_ref().is_some_and(|(p, _)| p == principal_id) {
+                open.closer.close(Disconnect::UNAUTHORIZED);
             }
         }
     }
@@ -162,8 +179,8 @@ impl Sessions {
     /// Tells every socket `server_restart`, and every later one at once.
     pub fn shutdown(&self) {
         self.shutting_down.cancel();
-        for entry in &self.all {
-            entry.value().close(Disconnect::RESTART);
+        for open in &self.all {
+            open.closer.close(Disconnect::RESTART);
         }
     }
 

@@ -55,31 +55,9 @@ impl FirstName {
 pub struct PhoneNumber(String);
 
 impl PhoneNumber {
+    /// Parsed by `agora_wire::phone` (which is fuzzed).
     pub fn parse(s: &str) -> Result<PhoneNumber, FieldError> {
-        let s = s.trim();
-        let s = s.strip_prefix("+1").unwrap_or(s);
-        let mut digits = String::with_capacity(11);
-        for c in s.chars() {
-            match c {
-                '0'..='9' => digits.push(c),
-                ' ' | '-' | '.' | '(' | ')' => {}
-                _ => return Err(FieldError::Phone),
-            }
-        }
-        if digits.len() == 11 && digits.starts_with('1') {
-            digits.remove(0);
-        }
-        let d = digits.as_bytes();
-        if d.len() != 10 {
-            return Err(FieldError::Phone);
-        }
-        let nxx_ok = |x: &[u8]| x[0] >= b'2' && !(x[1] == b'1' && x[2] == b'1');
-        let fictional = &d[3..6] == b"555" && &d[6..8] == b"01";
-        if nxx_ok(&d[0..3]) && nxx_ok(&d[3..6]) && !fictional {
-            Ok(PhoneNumber(digits))
-        } else {
-            Err(FieldError::Phone)
-        }
+        agora_wire::phone::parse_us(s).map(PhoneNumber).ok_or(FieldError::Phone)
     }
 
     /// `+12025550234`: the form the SMS provider takes.

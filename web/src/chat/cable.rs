@@ -15,12 +15,13 @@ use agora_actors::chat::rules::Caller;
 use agora_actors::chat::sessions::{Closer, Disconnect, Frame, SessionHandle, Sessions};
 use agora_storage::secret::{new_token, token_hash};
 use agora_storage::time::rfc3339;
+use agora_wire::cable::{Command, Malformed, parse_command};
 use axum::extract::ws::{Message as WsMessage, Utf8Bytes, WebSocket, WebSocketUpgrade};
 use axum::extract::{Query, State};
 use axum::response::{IntoResponse, Response};
 use futures::{SinkExt as _, StreamExt as _};
 use http::StatusCode;
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::sync::mpsc;
 
 use super::ChatState;
@@ -39,6 +40,10 @@ const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// The largest frame a client may send.
 const MAX_CLIENT_FRAME: usize = 64 * 1024;
 const EVENTS_CHANNEL: &str = "EventsChannel";
+/// The most commands a client may send between two pings (3 s); more is a flood and closes the
+/// socket (`invalid_request`). Rails' client sends a handful: `subscribe`, repeated until
+/// confirmed, and `unsubscribe`.
+const MAX_COMMANDS_PER_PING: u32 = 50;
 
 struct Ticket {
     caller: Caller,
@@ -166,10 +171,23 @@ async fn run_session(
     id: u64,
     closer: Arc<Closer>,
 ) {
-    // Still valid? The credential may have been revoked since the ticket was issued.
+    // Still valid? The credential may have been revoked since the ticket was issued. The socket
+    // is known as the credential's first, so a revocation after the check still closes it.
+    if let Some(c) = &caller {
+        state.chat.sessions().identify(id, &c.principal_id, &c.credential_id);
+    }
+    // A session expires: the socket closes at the first ping after its end (storage's own clock,
+    // the one `authenticate` uses).
+    let mut expires_at = None;
     let caller = match caller {
         Some(c) => match state.chat.store().credential(&c.credential_id).await {
-            Ok(Some(cred)) if cred.revoked_at.is_none() => Some(c),
+            Ok(Some(cred))
+                if cred.revoked_at.is_none()
+                    && cred.expires_at.is_none_or(|at| at > agora_storage::time::now_ms()) =>
+            {
+                expires_at = cred.expires_at;
+                Some(c)
+            }
             _ => None,
         },
         None => None,
@@ -189,6 +207,7 @@ async fn run_session(
     ping.tick().await;
     let sessions: &Sessions = state.chat.sessions();
     let watermark = state.chat.event_log().committed();
+    let mut commands = 0u32;
     let why = loop {
         tokio::select! {
             why = closer.closed() => break Some(why),
@@ -213,6 +232,10 @@ async fn run_session(
                 }
             }
             _ = ping.tick() => {
+                commands = 0;
+                if expires_at.is_some_and(|at| at <= agora_storage::time::now_ms()) {
+                    break Some(Disconnect::UNAUTHORIZED);
+                }
                 let now = state.chat.clock().now_ms() / 1000;
                 let frame = format!(r#"{{"type":"ping","message":{now}}}"#);
                 if !matches!(tokio::time::timeout(WRITE_TIMEOUT, sink.send(text(&frame))).await, Ok(Ok(()))) {
@@ -220,13 +243,30 @@ async fn run_session(
                 }
             }
             incoming = stream.next() => {
-                let Some(Ok(message)) = incoming else { break None };
-                let WsMessage::Text(body) = message else {
-                    if matches!(message, WsMessage::Close(_)) { break None }
-                    continue;
+                let message = match incoming {
+                    None => break None,
+                    Some(Ok(message)) => message,
+                    // A protocol error: most often a frame over the size limit.
+                    Some(Err(e)) => {
+                        tracing::debug!("socket read failed: {e}");
+                        break Some(Disconnect::INVALID);
+                    }
                 };
+                let body = match message {
+                    WsMessage::Text(body) => body,
+                    WsMessage::Close(_) => break None,
+                    WsMessage::Ping(_) | WsMessage::Pong(_) => continue,
+                    // ActionCable speaks JSON text only.
+                    WsMessage::Binary(_) => break Some(Disconnect::INVALID),
+                };
+                commands += 1;
+                if commands > MAX_COMMANDS_PER_PING {
+                    break Some(Disconnect::INVALID);
+                }
                 let session = Session { caller: &caller, sessions, id, tx: &tx, closer: &closer };
-                let reply = handle_command(body.as_str(), &session, &mut subscribed, &watermark);
+                let Ok(reply) = handle_command(body.as_str(), &session, &mut subscribed, &watermark) else {
+                    break Some(Disconnect::INVALID);
+                };
                 if let Some(reply) = reply
                     && !matches!(tokio::time::timeout(WRITE_TIMEOUT, sink.send(text(&reply))).await, Ok(Ok(())))
                 {
@@ -258,21 +298,21 @@ fn handle_command(
     session: &Session<'_>,
     subscribed: &mut Option<Arc<str>>,
     watermark: &tokio::sync::watch::Receiver<i64>,
-) -> Option<String> {
+) -> Result<Option<String>, Malformed> {
     let Session { caller, sessions, id, tx, closer } = *session;
-    let command: Value = serde_json::from_str(body).ok()?;
-    let identifier = command.get("identifier").and_then(Value::as_str)?;
-    let channel = serde_json::from_str::<Value>(identifier)
-        .ok()
-        .and_then(|v| v.get("channel").and_then(Value::as_str).map(str::to_owned));
-    match command.get("command").and_then(Value::as_str)? {
+    // Not a JSON object with a string `command` and a string `identifier`: refused.
+    let Command { verb, identifier, channel } = parse_command(body)?;
+    let identifier = identifier.as_str();
+    Ok(match verb.as_str() {
         "subscribe" => {
             if channel.as_deref() != Some(EVENTS_CHANNEL) {
-                return Some(json!({ "identifier": identifier, "type": "reject_subscription" }).to_string());
+                return Ok(Some(
+                    json!({ "identifier": identifier, "type": "reject_subscription" }).to_string(),
+                ));
             }
             if subscribed.is_some() {
                 // Rails' client repeats `subscribe` until it hears back: a repeat is ignored.
-                return None;
+                return Ok(None);
             }
             let identifier: Arc<str> = Arc::from(identifier);
             sessions.subscribe(&caller.principal_id, watermark, |after_seq| SessionHandle {
@@ -293,7 +333,7 @@ fn handle_command(
             }
             None
         }
-        // EventsChannel has no actions.
+        // EventsChannel has no actions; other commands are ignored, as Rails does.
         _ => None,
-    }
+    })
 }

@@ -13,7 +13,7 @@
 
 pub mod content;
 pub mod machine;
-pub mod negotiate;
+pub use agora_wire::accept as negotiate;
 pub mod pulse;
 pub mod render;
 pub mod respond;
@@ -234,6 +234,7 @@ pub fn router(state: PagesState) -> Router {
         .route("/sitemap.xml", get(get_sitemap))
         .route("/openapi.json", get(get_openapi_json))
         .fallback(show_not_found)
+        .method_not_allowed_fallback(show_method_not_allowed)
         .with_state(state)
         .layer(axum::middleware::map_response(move |r: Response| {
             let csp = csp.clone();
@@ -319,6 +320,15 @@ async fn get_openapi_json(State(s): State<PagesState>, headers: HeaderMap) -> Re
 /// Any other address: the 404 page, HTML or Markdown as asked.
 async fn show_not_found(State(s): State<PagesState>, headers: HeaderMap) -> Response {
     s.site.missing(&headers)
+}
+
+/// Any method but GET (and HEAD) on a page: `405` with `Allow`, as a small HTML page.
+async fn show_method_not_allowed() -> Response {
+    let html = "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Method not allowed</title></head><body><h1>Method not allowed</h1><p>The pages site only answers GET.</p></body></html>";
+    let mut res = axum::response::IntoResponse::into_response((StatusCode::METHOD_NOT_ALLOWED, html));
+    res.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
+    res.headers_mut().insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+    res
 }
 
 #[cfg(test)]

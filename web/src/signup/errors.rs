@@ -14,6 +14,7 @@ pub const CODES: &[(&str, u16, &str)] = &[
     ("not_found", 404, "Not found"),
     ("method_not_allowed", 405, "Method not allowed"),
     ("payload_too_large", 413, "Payload too large"),
+    ("request_timeout", 408, "Request timeout"),
     ("invalid_request", 422, "Invalid request"),
     ("rate_limited", 429, "Too many requests"),
     ("server_error", 500, "Server error"),

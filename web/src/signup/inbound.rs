@@ -60,8 +60,7 @@ pub async fn receive_inbound_sms(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let params: Vec<(String, String)> =
-        form_urlencoded::parse(&body).map(|(k, v)| (k.into_owned(), v.into_owned())).collect();
+    let params = agora_wire::sms::parse_form(&body);
     if let Some(token) = &state.twilio_auth_token {
         // Twilio signs the URL it was given: the public base URL, the path and any query.
         let path_and_query = uri.path_and_query().map_or(uri.path(), |pq| pq.as_str());
@@ -77,7 +76,7 @@ pub async fn receive_inbound_sms(
             .into_response();
         }
     }
-    let field = |name: &str| params.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
+    let field = |name: &str| agora_wire::sms::field(&params, name);
     let (Some(from), Some(keyword)) =
         (field("From").and_then(|f| PhoneNumber::parse(f).ok()), field("Body").and_then(Keyword::parse))
     else {

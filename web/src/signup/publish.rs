@@ -138,7 +138,10 @@ pub fn openapi(base: &str) -> Value {
                 }
             } },
             "/openapi.json": text_op("getOpenApiJson", "This description, in JSON.", "application/json"),
-            "/openapi.yaml": text_op("getOpenApiYaml", "This description, in YAML.", "application/yaml"),
+            // The YAML text is this same document: a client that parses it gets an object.
+            "/openapi.yaml": { "get": { "operationId": "getOpenApiYaml", "summary": "This description, in YAML.", "tags": ["publication"],
+                "responses": { "200": { "description": "This description, in YAML.",
+                    "content": { "application/yaml": { "schema": { "type": "object" } } } } } } },
             "/.well-known/api-catalog": {
                 "get": { "operationId": "getApiCatalog", "summary": "The API catalog (RFC 9727).", "tags": ["publication"],
                     "responses": { "200": { "description": "A linkset.", "headers": { "Link": { "schema": { "type": "string" } } },

@@ -107,6 +107,23 @@ fn resolution(code: &str) -> &'static str {
     }
 }
 
+/// The body of an admin write, or the problem for one over the limit (`413`) or unreadable.
+fn read_body(body: Result<Bytes, axum::extract::rejection::BytesRejection>) -> Result<Bytes, Failure> {
+    body.map_err(|rejection| {
+        let too_large = rejection.status() == StatusCode::PAYLOAD_TOO_LARGE;
+        Failure(BadRequest {
+            status: if too_large { StatusCode::PAYLOAD_TOO_LARGE } else { StatusCode::BAD_REQUEST },
+            code: if too_large { "payload_too_large" } else { "bad_request" },
+            title: if too_large { "Payload too large" } else { "Bad request" },
+            detail: if too_large {
+                format!("The request body is larger than {} KiB.", MAX_BODY / 1024)
+            } else {
+                "The request body could not be read.".into()
+            },
+        })
+    })
+}
+
 /// Runs a handler body and shapes its failure into a problem for `uri`.
 fn answer(state: &StatsState, uri: &http::Uri, result: Result<Response, Failure>) -> Response {
     match result {
@@ -257,10 +274,11 @@ async fn create_site(
     State(state): State<StatsState>,
     OriginalUri(uri): OriginalUri,
     headers: HeaderMap,
-    body: Bytes,
+    body: Result<Bytes, axum::extract::rejection::BytesRejection>,
 ) -> Response {
     let result: Result<Response, Failure> = async {
         require_admin(&state, &headers).await?;
+        let body = read_body(body)?;
         let new = params::new_site(&body)?;
         let site = state.fetchers.create(new).await?;
         let location = format!("/v1/sites/{}", site.slug);
@@ -281,10 +299,11 @@ async fn update_site(
     OriginalUri(uri): OriginalUri,
     Path(slug): Path<String>,
     headers: HeaderMap,
-    body: Bytes,
+    body: Result<Bytes, axum::extract::rejection::BytesRejection>,
 ) -> Response {
     let result: Result<Response, Failure> = async {
         require_admin(&state, &headers).await?;
+        let body = read_body(body)?;
         let slug = params::slug(&slug).map_err(|_| StatsError::NotFound(slug.clone()))?;
         let patch = params::site_patch(&body)?;
         let site = state.fetchers.update(slug, patch).await?;
