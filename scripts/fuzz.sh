@@ -5,7 +5,8 @@
 #
 # cargo-fuzz needs nightly features; the stable toolchain is used with RUSTC_BOOTSTRAP=1, without
 # a sanitizer (libFuzzer's coverage guidance still works). Knobs: AGORA_FUZZ_SECONDS (per target,
-# default 20), AGORA_FUZZ_TARGETS (default: all).
+# default 20), AGORA_FUZZ_TARGETS (default: all), AGORA_FUZZ_SEED (default 1: CI walks the same
+# path every run, so a red CI means a crash someone can reproduce; set 0 for a fresh random seed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_EACH="${AGORA_FUZZ_SECONDS:-20}"
@@ -22,7 +23,7 @@ for t in $targets; do
   # Start from the saved regressions, so the fuzzer begins at the known edges.
   cp -n wire/regressions/"$t"/* "fuzz/corpus/$t/" 2>/dev/null || true
   if ! (cd fuzz && cargo fuzz run "$t" --sanitizer none -O -- \
-      -max_total_time="$SECONDS_EACH" -max_len=4096 -print_final_stats=1 2>&1 | tail -n 25); then
+      -max_total_time="$SECONDS_EACH" -seed="${AGORA_FUZZ_SEED:-1}" -max_len=4096 -print_final_stats=1 2>&1 | tail -n 25); then
     status=1
   fi
   for crash in fuzz/artifacts/"$t"/*; do
