@@ -153,13 +153,26 @@ async fn bind(
     addr: SocketAddr,
     base_url: Option<&str>,
 ) -> anyhow::Result<(TcpListener, Listening)> {
-    let listener = TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("listening on {addr} for the {} service", service.name()))?;
+    let listener =
+        listen(addr).with_context(|| format!("listening on {addr} for the {} service", service.name()))?;
     let addr = listener.local_addr()?;
     let base_url =
         base_url.map(|u| u.trim_end_matches('/').to_owned()).unwrap_or_else(|| format!("http://{addr}"));
     Ok((listener, Listening { addr, base_url }))
+}
+
+/// The accept queue's length: the kernel caps it at `net.core.somaxconn` (4096 on Linux since 5.4).
+/// tokio's default of 1,024 overflows in a connect storm (1,000 clients at once plus the ones
+/// being upgraded), and a connection whose handshake finds the queue full waits a full second for
+/// its SYN to be sent again.
+const ACCEPT_BACKLOG: u32 = 4096;
+
+fn listen(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let socket =
+        if addr.is_ipv4() { tokio::net::TcpSocket::new_v4()? } else { tokio::net::TcpSocket::new_v6()? };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(ACCEPT_BACKLOG)
 }
 
 /// Serves `router` on `listener` until `shutdown`, then lets every connection finish its request.

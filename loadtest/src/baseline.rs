@@ -12,7 +12,13 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
 /// Runs the bare broadcast server until the process is stopped.
 pub async fn run(listen: &str) -> anyhow::Result<Value> {
-    let listener = tokio::net::TcpListener::bind(listen).await?;
+    // The same accept queue as agora's listeners (4,096), so a connect storm meets the same kernel.
+    let addr: std::net::SocketAddr = listen.parse()?;
+    let socket =
+        if addr.is_ipv4() { tokio::net::TcpSocket::new_v4()? } else { tokio::net::TcpSocket::new_v6()? };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    let listener = socket.listen(4096)?;
     eprintln!("baseline: broadcasting on ws://{}", listener.local_addr()?);
     // Every client's queue; a full queue drops that client, as agora does.
     let clients: Arc<std::sync::RwLock<Vec<tokio::sync::mpsc::Sender<Arc<str>>>>> = Arc::default();
