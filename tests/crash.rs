@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use serde_json::{Value, json};
 
-use crate::foundation::{agora_bin, wait_for_line};
+use crate::foundation::{admin_json, agora_bin, wait_for_line};
 
 /// Acknowledged posts (all posters together) before the kill.
 const ACKED_BEFORE_KILL: usize = 150;
@@ -52,24 +52,8 @@ fn start(db: &str) -> Server {
 }
 
 fn bootstrap(db: &str) -> String {
-    let out = agora_bin()
-        .args([
-            "admin",
-            "bootstrap",
-            "--db",
-            db,
-            "--name",
-            "Ada",
-            "--handle",
-            "ada",
-            "--email",
-            "ada@example.org",
-            "--json",
-        ])
-        .output()
-        .expect("admin bootstrap");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let printed: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let printed =
+        admin_json(db, &["bootstrap", "--name", "Ada", "--handle", "ada", "--email", "ada@example.org"]);
     printed["session_token"].as_str().expect("session token").to_owned()
 }
 

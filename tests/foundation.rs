@@ -169,6 +169,14 @@ pub(crate) fn agora_bin() -> std::process::Command {
     cmd
 }
 
+/// Runs `agora admin <args> --db <db> --json` (through the running server's socket when one runs
+/// on `db`) and returns the one JSON object it printed.
+pub(crate) fn admin_json(db: &str, args: &[&str]) -> Value {
+    let out = agora_bin().arg("admin").args(args).args(["--db", db, "--json"]).output().expect("agora admin");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("one JSON object")
+}
+
 #[test]
 fn help_documents_every_setting_and_its_variable() {
     let out = agora_bin().args(["serve", "--help"]).output().expect("run agora");
@@ -249,24 +257,8 @@ fn the_binary_serves_refuses_a_second_process_and_stops_cleanly_on_sigterm() {
     assert!(lines.iter().any(|l| l.contains("listening")), "server did not come up: {lines:?}");
 
     // Admin command through the running server's socket.
-    let out = agora_bin()
-        .args([
-            "admin",
-            "bootstrap",
-            "--db",
-            &db,
-            "--name",
-            "Ada",
-            "--handle",
-            "ada",
-            "--email",
-            "ada@example.org",
-            "--json",
-        ])
-        .output()
-        .expect("admin bootstrap");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let printed: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    let printed =
+        admin_json(&db, &["bootstrap", "--name", "Ada", "--handle", "ada", "--email", "ada@example.org"]);
     assert!(printed["person_id"].as_str().is_some_and(|p| p.starts_with("p_")));
     assert!(printed["session_token"].as_str().is_some_and(|t| t.starts_with("chs_")));
     assert!(printed["person_key"].as_str().is_some_and(|t| t.starts_with("chat_")));
@@ -289,11 +281,6 @@ fn the_binary_serves_refuses_a_second_process_and_stops_cleanly_on_sigterm() {
     assert!(!dir.path().join("admin.sock").exists(), "the admin socket is removed at shutdown");
 
     // And the data written through the socket is there with no server running.
-    let out = agora_bin()
-        .args(["admin", "session", "--db", &db, "--handle", "ada", "--json"])
-        .output()
-        .expect("admin session");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let printed: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let printed = admin_json(&db, &["session", "--handle", "ada"]);
     assert!(printed["session_token"].as_str().is_some_and(|t| t.starts_with("chs_")));
 }

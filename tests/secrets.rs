@@ -10,7 +10,7 @@ use futures::SinkExt as _;
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 
-use crate::foundation::agora_bin;
+use crate::foundation::{admin_json, agora_bin};
 use crate::signup::{FakeTwilio, code_in, twilio_signature};
 
 /// Waits until the log file shows every service listening; answers their base URLs by service.
@@ -35,12 +35,6 @@ fn wait_for_listeners(log: &std::path::Path) -> std::collections::HashMap<String
         assert!(std::time::Instant::now() < deadline, "agora did not come up:\n{text}");
         std::thread::sleep(Duration::from_millis(100));
     }
-}
-
-fn admin_cli(db: &str, args: &[&str]) -> Value {
-    let out = agora_bin().args(["admin"]).args(args).args(["--db", db, "--json"]).output().expect("admin");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    serde_json::from_slice(&out.stdout).expect("json")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -78,11 +72,11 @@ async fn no_token_code_or_phone_number_is_logged_or_stored_in_clear() {
 
     // Chat: every kind of credential, an invite, a stream ticket and a live socket.
     let boot =
-        admin_cli(&db, &["bootstrap", "--name", "Ada", "--handle", "ada", "--email", "ada@example.org"]);
+        admin_json(&db, &["bootstrap", "--name", "Ada", "--handle", "ada", "--email", "ada@example.org"]);
     let staff = boot["session_token"].as_str().expect("session").to_owned();
     secrets.push(("staff session", staff.clone()));
     secrets.push(("person key", boot["person_key"].as_str().expect("key").to_owned()));
-    let second = admin_cli(&db, &["session", "--handle", "ada"]);
+    let second = admin_json(&db, &["session", "--handle", "ada"]);
     secrets.push(("second session", second["session_token"].as_str().expect("session").to_owned()));
     let call = |method: reqwest::Method, path: &str, token: Option<&str>, body: Option<Value>| {
         let mut req = http.request(method, format!("{chat}{path}"));
@@ -164,7 +158,7 @@ async fn no_token_code_or_phone_number_is_logged_or_stored_in_clear() {
 
     // Statistics: the configured admin token and a stored one (made by the admin command), each
     // on an admin route.
-    let stored_token = admin_cli(&db, &["stats-token"])["token"].as_str().expect("stats token").to_owned();
+    let stored_token = admin_json(&db, &["stats-token"])["token"].as_str().expect("stats token").to_owned();
     secrets.push(("stored stats admin token", stored_token.clone()));
     for token in [&stats_admin, &stored_token] {
         let res = http.get(format!("{stats}/v1/sites")).bearer_auth(token).send().await.expect("sites");
@@ -172,7 +166,7 @@ async fn no_token_code_or_phone_number_is_logged_or_stored_in_clear() {
     }
 
     // Sign-up: a number texted a code through the fake Twilio, confirmed, then an inbound text.
-    admin_cli(&db, &["signup", "open"]);
+    admin_json(&db, &["signup", "open"]);
     let phone_digits = "3125550234";
     secrets.push(("phone (E.164)", "+13125550234".into()));
     secrets.push(("phone (digits)", phone_digits.into()));
