@@ -192,15 +192,7 @@ async fn rails_own_actioncable_client_connects_and_receives_a_posted_message() {
     let w = World::new().await;
     let ch = w.channel("general", false).await;
     let t = ticket(&w, &w.staff).await;
-    let mut node = tokio::process::Command::new("node")
-        .arg(js.join("cable.mjs"))
-        .arg(t["url"].as_str().expect("url"))
-        .current_dir(&js)
-        .stdout(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("node runs");
-    let mut lines = tokio::io::BufReader::new(node.stdout.take().expect("stdout")).lines();
+    let (mut node, mut lines) = rails_client(&js, t["url"].as_str().expect("url"));
     let mut read = async || -> Value {
         let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
             .await
@@ -218,15 +210,7 @@ async fn rails_own_actioncable_client_connects_and_receives_a_posted_message() {
     let _ = node.kill().await;
 
     // Rails' client with a used ticket hears `unauthorized` and stops for good.
-    let mut node = tokio::process::Command::new("node")
-        .arg(js.join("cable.mjs"))
-        .arg(t["url"].as_str().expect("url"))
-        .current_dir(&js)
-        .stdout(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("node runs");
-    let mut lines = tokio::io::BufReader::new(node.stdout.take().expect("stdout")).lines();
+    let (mut node, mut lines) = rails_client(&js, t["url"].as_str().expect("url"));
     let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
         .await
         .expect("in time")
@@ -237,6 +221,24 @@ async fn rails_own_actioncable_client_connects_and_receives_a_posted_message() {
     );
     let _ = node.kill().await;
     w.app.shutdown().await;
+}
+
+/// Starts `node tests/js/cable.mjs <url>` (Rails' own `@rails/actioncable` client); it prints one
+/// JSON line per event it sees.
+fn rails_client(
+    js: &std::path::Path,
+    url: &str,
+) -> (tokio::process::Child, tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>) {
+    let mut node = tokio::process::Command::new("node")
+        .arg(js.join("cable.mjs"))
+        .arg(url)
+        .current_dir(js)
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("node runs");
+    let lines = tokio::io::BufReader::new(node.stdout.take().expect("stdout")).lines();
+    (node, lines)
 }
 
 #[tokio::test]
